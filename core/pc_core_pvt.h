@@ -1,0 +1,266 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Private core state: the runtime, its workers and the inline fast paths
+ * shared by the core's files. Nothing here is part of the public API.
+ */
+#ifndef PC_CORE_PVT_H
+#define PC_CORE_PVT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "percore.h"
+
+#define PC_CACHE_LINE 64
+#define PC_ALIGNED __attribute__((aligned(PC_CACHE_LINE)))
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+/* Tunables, in one place. */
+#define PC_TASK_BUDGET 256      /* tasks per iteration before pollers run */
+#define PC_INJECT_EVERY 61      /* look at the injector first every 61st task */
+#define PC_TIMER_EVERY 32       /* check timers every 32 tasks (power of two) */
+#define PC_INJECT_BATCH_MAX 128 /* most tasks taken from the injector at once */
+#define PC_TASK_CHUNK 512       /* tasks per free-list refill allocation */
+#define PC_RUNQ_DEFAULT 4096    /* default local ring slots */
+#define PC_STOP_POLL_NS 100000  /* coordinator's re-check period while draining */
+
+/* Task owners that are not workers. */
+#define PC_OWNER_HEAP 0xfffeu /* malloc'd by pc_runtime_inject(): free() it */
+#define PC_OWNER_USER 0xffffu /* caller-owned: never touched after it starts */
+
+_Static_assert(sizeof(struct pc_task) == 64, "a task is one cache line");
+
+/* Owner-only FIFO: a power-of-two ring, then an overflow list once it fills.
+ * While the overflow list is non-empty every push goes there too, so the
+ * ring always holds the oldest tasks and order is kept. */
+struct pc_runq {
+        uint32_t head;
+        uint32_t tail;
+        uint32_t mask;
+        uint32_t pad;
+        struct pc_task **slots;
+        struct pc_task *ovf_head;
+        struct pc_task *ovf_tail;
+        uint64_t ovf_len;
+};
+
+struct pc_poller {
+        const struct pc_poller_ops *ops;
+        void *arg;
+        unsigned worker;
+        bool dead; /* unregistered during a poll pass; freed after it */
+};
+
+/* Counters the owner publishes once per iteration; read by any thread. */
+struct pc_pub_stats {
+        _Atomic uint64_t tasks_run;
+        _Atomic uint64_t tasks_remote;
+        _Atomic uint64_t tasks_inject;
+        _Atomic uint64_t timers_fired;
+        _Atomic uint64_t polls;
+        _Atomic uint64_t iterations;
+        _Atomic uint64_t parks;
+        _Atomic uint64_t wakeups;
+        _Atomic uint64_t queue_depth;
+        _Atomic uint64_t busy_ns;
+        _Atomic uint64_t idle_ns;
+};
+
+/* The owner's private copy of the same counters (plain, hot). */
+struct pc_local_stats {
+        uint64_t tasks_run;
+        uint64_t tasks_remote;
+        uint64_t tasks_inject;
+        uint64_t timers_fired;
+        uint64_t polls;
+        uint64_t iterations;
+        uint64_t parks;
+        uint64_t wakeups;
+        uint64_t busy_ns;
+        uint64_t idle_ns;
+};
+
+/*
+ * One worker. The first lines are touched by the owner only; each field
+ * other threads write sits on a line of its own, so a producer never
+ * invalidates the owner's hot state.
+ */
+struct pc_worker {
+        /* --- owner only --- */
+        struct pc_runq rq;
+        struct pc_task *free_list;
+        struct pc_runtime *rt;
+        unsigned id;
+        int cpu;
+        unsigned inject_countdown;
+        unsigned tick;
+        uint64_t rng;
+        uint64_t idle_since; /* 0 while busy */
+        uint64_t last_ns;
+        bool last_busy;
+        bool stop_seen;
+        bool quiet_published;
+        /* timers: a binary min-heap on (deadline, seq) */
+        struct pc_timer **theap;
+        uint32_t tn, tcap;
+        uint64_t tseq;
+        /* pollers */
+        struct pc_poller **pollers;
+        unsigned npollers, cap_pollers;
+        bool pollers_dirty;
+        /* slabs the free list was carved from, freed at destroy */
+        void **chunks;
+        unsigned nchunks, cap_chunks;
+        struct pc_local_stats ls;
+        /* quiescence counters, owner-written, read by the coordinator */
+        _Atomic uint64_t sent PC_ALIGNED; /* tasks pushed to other workers */
+        _Atomic uint64_t recv;            /* tasks taken from the inbox */
+        _Atomic uint64_t inj_recv;        /* tasks taken from the injector */
+        _Atomic int quiet;                /* idle while stopping */
+
+        /* --- written by other threads --- */
+        _Atomic(struct pc_task *) inbox PC_ALIGNED;     /* LIFO, reversed on drain */
+        _Atomic(struct pc_task *) remote_free PC_ALIGNED; /* our tasks freed elsewhere */
+        _Atomic int sleeping PC_ALIGNED;
+        int efd; /* eventfd the worker sleeps on */
+
+        struct pc_pub_stats stats PC_ALIGNED;
+        pthread_t thread;
+        bool thread_started;
+} PC_ALIGNED;
+
+_Static_assert(offsetof(struct pc_worker, inbox) % PC_CACHE_LINE == 0,
+               "inbox on its own line");
+_Static_assert(offsetof(struct pc_worker, remote_free) - offsetof(struct pc_worker, inbox) >=
+                       PC_CACHE_LINE,
+               "remote frees do not share the inbox line");
+_Static_assert(offsetof(struct pc_worker, sleeping) - offsetof(struct pc_worker, remote_free) >=
+                       PC_CACHE_LINE,
+               "sleep flag on its own line");
+
+struct pc_runtime {
+        struct pc_config cfg;
+        char *cpus_str, *sysfs_root_str, *eal_args_str; /* owned copies */
+        unsigned nworkers;
+        int cpus[PC_MAX_WORKERS];
+        struct pc_worker *workers[PC_MAX_WORKERS];
+
+        /* Global injector: tasks from any thread, taken by any worker. */
+        pthread_mutex_t inj_lock PC_ALIGNED;
+        struct pc_task *inj_head, *inj_tail;
+        uint64_t inj_pushed; /* under inj_lock */
+        _Atomic uint64_t inj_len;
+        _Atomic unsigned wake_rr;
+
+        _Atomic int stop_req PC_ALIGNED;
+        _Atomic int done;
+        _Atomic int running;
+        _Atomic int main_done;
+        struct pc_task main_task;
+};
+
+/* The calling thread's worker, NULL off-worker. */
+extern __thread struct pc_worker *pc__self;
+
+/* worker.c */
+void pc__worker_loop(struct pc_worker *w);
+void pc__wake(struct pc_worker *w);
+int pc__worker_init(struct pc_worker *w, struct pc_runtime *rt, unsigned id, unsigned runq);
+void pc__worker_fini(struct pc_worker *w);
+
+/* task.c */
+struct pc_task *pc__task_alloc_slow(struct pc_worker *w);
+void pc__task_free_remote(struct pc_runtime *rt, struct pc_task *t);
+int pc__inject(struct pc_runtime *rt, struct pc_task *t);
+
+/* timer.c */
+unsigned pc__timers_expire(struct pc_worker *w, uint64_t now);
+void pc__timers_drop(struct pc_worker *w);
+
+/* log.c */
+void pc__log_set_level(enum pc_log_level level);
+
+/* stats.c */
+void pc__stats_publish(struct pc_worker *w);
+
+static inline uint64_t pc__now(void)
+{
+        return pc_now_ns();
+}
+
+static inline void pc__cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#elif defined(__aarch64__)
+        __asm__ volatile("yield");
+#endif
+}
+
+static inline struct pc_task *pc__runq_pop(struct pc_runq *rq)
+{
+        if (likely(rq->head != rq->tail))
+                return rq->slots[rq->head++ & rq->mask];
+        if (rq->ovf_head == NULL)
+                return NULL;
+        /* The ring is empty: the overflow list holds the oldest tasks. Move
+         * as many as fit back into the ring, in order. */
+        while (rq->ovf_head && rq->tail - rq->head <= rq->mask) {
+                struct pc_task *t = rq->ovf_head;
+                rq->ovf_head = t->next;
+                rq->slots[rq->tail++ & rq->mask] = t;
+                rq->ovf_len--;
+        }
+        if (rq->ovf_head == NULL)
+                rq->ovf_tail = NULL;
+        return rq->slots[rq->head++ & rq->mask];
+}
+
+static inline void pc__runq_push(struct pc_runq *rq, struct pc_task *t)
+{
+        if (likely(rq->ovf_head == NULL && rq->tail - rq->head <= rq->mask)) {
+                rq->slots[rq->tail++ & rq->mask] = t;
+                return;
+        }
+        t->next = NULL;
+        if (rq->ovf_tail)
+                rq->ovf_tail->next = t;
+        else
+                rq->ovf_head = t;
+        rq->ovf_tail = t;
+        rq->ovf_len++;
+}
+
+static inline uint64_t pc__runq_len(const struct pc_runq *rq)
+{
+        return (uint64_t)(rq->tail - rq->head) + rq->ovf_len;
+}
+
+/* Take a task from the worker's free list; never from another worker's. */
+static inline struct pc_task *pc__task_alloc(struct pc_worker *w)
+{
+        struct pc_task *t = w->free_list;
+        if (likely(t != NULL)) {
+                w->free_list = t->next;
+                return t;
+        }
+        return pc__task_alloc_slow(w);
+}
+
+/* Give a pooled task back to its owner: locally for free, else through the
+ * owner's remote-free stack. */
+static inline void pc__task_release(struct pc_worker *w, struct pc_task *t)
+{
+        if (likely(t->owner == w->id)) {
+                t->next = w->free_list;
+                w->free_list = t;
+        } else {
+                pc__task_free_remote(w->rt, t);
+        }
+}
+
+#endif /* PC_CORE_PVT_H */

@@ -1,0 +1,427 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * percore: thread-per-core runtime.
+ *
+ * This is the header a user includes. Read it top to bottom: configuration,
+ * the runtime's lifecycle, tasks, timers, pollers, stats.
+ *
+ * Conventions. Functions that can fail return 0 or a negative errno;
+ * pc_strerror() turns either into text. "Worker only" means the function
+ * must be called from a task, timer or poller running on a worker thread;
+ * from any other thread it returns -EPERM. Worker ids are dense, 0..N-1.
+ */
+#ifndef PERCORE_H
+#define PERCORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Most workers one runtime runs (DPDK's RTE_MAX_LCORE). */
+#define PC_MAX_WORKERS 128
+/** Highest CPU number + 1 that CPU lists and topologies accept. */
+#define PC_MAX_CPUS 1024
+
+/* ------------------------------------------------------------------------ */
+/* Configuration                                                            */
+/* ------------------------------------------------------------------------ */
+
+/** How work may move between workers. */
+enum pc_mode {
+        PC_MODE_TPC,           /**< thread-per-core: nothing moves (default) */
+        PC_MODE_ELASTIC,       /**< idle workers steal elastic tasks */
+        PC_MODE_DETERMINISTIC, /**< one worker, seeded RNG: reproducible */
+};
+
+/** What an idle worker does. */
+enum pc_idle {
+        PC_IDLE_POLL,     /**< spin forever, never sleep */
+        PC_IDLE_PARK,     /**< sleep as soon as there is nothing to do */
+        PC_IDLE_ADAPTIVE, /**< spin idle_spin_us, then sleep (default) */
+};
+
+/** How workers pick CPUs among the usable ones. */
+enum pc_placement {
+        PC_PLACE_COMPACT, /**< fill a node, then the next (default) */
+        PC_PLACE_SPREAD,  /**< round-robin across nodes */
+};
+
+/** How an elastic thief orders its victims. */
+enum pc_steal_tiers {
+        PC_TIERS_NUMA, /**< nearest first: cache, node, socket, remote */
+        PC_TIERS_FLAT, /**< random, for comparison */
+};
+
+/** Where the machine's topology comes from. */
+enum pc_topology_src {
+        PC_TOPO_SYSFS,
+        PC_TOPO_HWLOC,
+};
+
+/** Log levels, most severe first. */
+enum pc_log_level {
+        PC_LOG_ERROR,
+        PC_LOG_WARN,
+        PC_LOG_INFO,
+        PC_LOG_DEBUG,
+};
+
+/**
+ * Runtime configuration. Start from pc_config_init(), set what the program
+ * wants, then pc_runtime_create() applies the PERCORE_* environment on top
+ * (so an operator can change a setting without recompiling) and validates
+ * the result. Strings are copied by pc_runtime_create().
+ */
+struct pc_config {
+        enum pc_mode mode;               /**< PERCORE_MODE */
+        unsigned workers;                /**< PERCORE_WORKERS; 0 = one per usable CPU */
+        const char *cpus;                /**< PERCORE_CPUS list "0-3,8"; NULL = affinity */
+        enum pc_placement placement;     /**< PERCORE_PLACEMENT */
+        bool pin;                        /**< PERCORE_PIN */
+        unsigned steal_batch;            /**< PERCORE_STEAL_BATCH, 1..1024 */
+        enum pc_steal_tiers steal_tiers; /**< PERCORE_STEAL_TIERS */
+        unsigned remote_steal_min;       /**< PERCORE_REMOTE_STEAL_MIN */
+        enum pc_idle idle;               /**< PERCORE_IDLE */
+        unsigned idle_spin_us;           /**< PERCORE_IDLE_SPIN_US */
+        unsigned monitor_ms;             /**< PERCORE_MONITOR_MS, 0 = off */
+        uint64_t seed;                   /**< PERCORE_SEED */
+        const char *sysfs_root;          /**< PERCORE_SYSFS_ROOT */
+        enum pc_topology_src topology;   /**< PERCORE_TOPOLOGY */
+        const char *eal_args;            /**< PERCORE_EAL_ARGS */
+        enum pc_log_level log_level;     /**< PERCORE_LOG */
+        bool stats;                      /**< PERCORE_STATS: table at exit */
+        unsigned runq_size; /**< local ring slots per worker, power of two */
+};
+
+/**
+ * Fill @cfg with the defaults of DESIGN.md's table.
+ * Any thread. Cannot fail.
+ */
+void pc_config_init(struct pc_config *cfg);
+
+/**
+ * Apply the PERCORE_* environment variables to @cfg. A variable that is
+ * unset leaves its field alone. Strings in @cfg then point into the
+ * environment.
+ *
+ * Returns 0, or -EINVAL for the first bad value; @err (when not NULL)
+ * receives a message naming the variable and the accepted values.
+ * Any thread, but not concurrently with setenv().
+ */
+int pc_config_from_env(struct pc_config *cfg, char *err, size_t errlen);
+
+/**
+ * Check @cfg for values out of range (everything pc_config_from_env()
+ * checks for the environment, for values a program set directly).
+ * Returns 0 or -EINVAL with a message in @err. Any thread.
+ */
+int pc_config_validate(const struct pc_config *cfg, char *err, size_t errlen);
+
+/**
+ * Write @cfg as one line of "key=value" pairs into @buf.
+ * Returns the length snprintf() would have written. Any thread.
+ */
+int pc_config_format(const struct pc_config *cfg, char *buf, size_t len);
+
+/** Name of a mode ("tpc", "elastic", "deterministic"). */
+const char *pc_mode_name(enum pc_mode mode);
+
+/**
+ * Parse a CPU list such as "0-3,8,10-11" into @set, an array of @nbits
+ * bits (bit i = CPU i). Whitespace around the list and a trailing newline
+ * are accepted; anything else that is not a number, ',' or a rising 'a-b'
+ * range is an error, never a guess.
+ * Returns the number of CPUs in the list, -EINVAL for malformed text or an
+ * empty list, -ERANGE for a CPU >= @nbits. Any thread.
+ */
+int pc_cpulist_parse(const char *text, uint64_t *set, unsigned nbits);
+
+/* ------------------------------------------------------------------------ */
+/* Errors and logging                                                       */
+/* ------------------------------------------------------------------------ */
+
+/** Text for a 0 / -errno code. Any thread; the string is static. */
+const char *pc_strerror(int err);
+
+/**
+ * Log one line to stderr ("percore: LEVEL: text") when @level is at or
+ * above the runtime's PERCORE_LOG level. Any thread; lines are not torn.
+ */
+void pc_log(enum pc_log_level level, const char *fmt, ...)
+        __attribute__((format(printf, 2, 3)));
+
+/* ------------------------------------------------------------------------ */
+/* Runtime                                                                  */
+/* ------------------------------------------------------------------------ */
+
+struct pc_runtime;
+
+/** A task body: runs to completion on one worker. */
+typedef void (*pc_task_fn)(void *arg);
+
+/**
+ * Create a runtime: apply the environment to a copy of @cfg (NULL means
+ * defaults), validate it, choose the workers' CPUs and allocate their
+ * state. No thread starts until pc_runtime_run(). Logs the effective
+ * configuration once at info level.
+ *
+ * Errors: -EINVAL for a bad setting (logged, naming the variable),
+ * -ENOMEM.
+ * Not from a worker thread.
+ */
+int pc_runtime_create(const struct pc_config *cfg, struct pc_runtime **out);
+
+/**
+ * Start the workers and run @main_fn(@arg) as a task on worker 0. The
+ * calling thread becomes worker 0 (pinned to its CPU, named pc-worker-0)
+ * until the call returns; its affinity and name are restored then.
+ *
+ * Returns after pc_runtime_stop() once every queued task has run: stopping
+ * drains the run queues on every worker (tasks spawned while draining run
+ * too) and drops pending timers. May be called again after it returned.
+ *
+ * Errors: -EINVAL (NULL argument), -EALREADY while running,
+ * -EAGAIN/-ENOMEM when a worker thread cannot start, -EINVAL when a CPU
+ * cannot be pinned. The thread that created the runtime, not a worker.
+ */
+int pc_runtime_run(struct pc_runtime *rt, pc_task_fn main_fn, void *arg);
+
+/**
+ * Ask the runtime to stop: new external submissions fail with -ESHUTDOWN,
+ * timers stop firing, every queued task still runs, then
+ * pc_runtime_run() returns. Idempotent. Any thread, and async-signal-safe.
+ */
+void pc_runtime_stop(struct pc_runtime *rt);
+
+/**
+ * Make SIGINT and SIGTERM call pc_runtime_stop(@rt). Returns 0 or -errno
+ * from sigaction(). Main thread, before pc_runtime_run().
+ */
+int pc_runtime_stop_on_signals(struct pc_runtime *rt);
+
+/**
+ * Free the runtime. Must not be running. Tasks still queued (only possible
+ * if pc_runtime_run() was never called) are dropped without running;
+ * their caller-owned task structs are left untouched. Not from a worker.
+ */
+void pc_runtime_destroy(struct pc_runtime *rt);
+
+/** Number of workers. Any thread. */
+unsigned pc_runtime_workers(const struct pc_runtime *rt);
+
+/** CPU worker @w is placed on, or -EINVAL. Any thread. */
+int pc_runtime_worker_cpu(const struct pc_runtime *rt, unsigned w);
+
+/** The effective configuration. Any thread; valid until destroy. */
+const struct pc_config *pc_runtime_config(const struct pc_runtime *rt);
+
+/** The runtime the calling worker belongs to, or NULL off-worker. */
+struct pc_runtime *pc_runtime_current(void);
+
+/** True once pc_runtime_stop() was called (for long-running tasks). */
+bool pc_runtime_stopping(const struct pc_runtime *rt);
+
+/**
+ * Submit fn(arg) from any thread, worker or not, through the global
+ * injector: some worker runs it. Allocates the task.
+ * Errors: -EINVAL, -ENOMEM, -ESHUTDOWN after pc_runtime_stop(). Any thread.
+ */
+int pc_runtime_inject(struct pc_runtime *rt, pc_task_fn fn, void *arg);
+
+/** Id of the calling worker, or -1 when the caller is not a worker. */
+int pc_worker_id(void);
+
+/**
+ * The next value of the calling worker's random generator (xorshift),
+ * seeded from PERCORE_SEED and the worker id, so a deterministic run
+ * draws the same sequence every time. Worker only; 0 off-worker.
+ */
+uint64_t pc_random(void);
+
+/* ------------------------------------------------------------------------ */
+/* Tasks                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/** Task affinity: sticky tasks never leave their worker. */
+#define PC_STICKY 0x1u
+/** Task affinity: may be stolen in elastic mode (sticky in tpc mode). */
+#define PC_ELASTIC 0x2u
+
+/**
+ * A task object, 64 bytes. pc_spawn() takes one from the worker's free
+ * list; the intrusive forms use one the caller owns (zero allocation).
+ * Fields are private; initialise with pc_task_init().
+ */
+struct pc_task {
+        struct pc_task *next;
+        pc_task_fn fn;
+        void *arg;
+        uint16_t owner; /* worker whose free list it belongs to */
+        uint16_t flags;
+        uint32_t pad0;
+        uint64_t reserved[4];
+};
+
+/** Prepare a caller-owned task. @flags: PC_STICKY or PC_ELASTIC (0 = mode default). */
+void pc_task_init(struct pc_task *t, pc_task_fn fn, void *arg, unsigned flags);
+
+/**
+ * Queue fn(arg) on the calling worker (FIFO with what it queued before).
+ * No lock, syscall or allocation unless the worker's free list is empty.
+ * Errors: -EINVAL (fn NULL), -ENOMEM, -EPERM off-worker. Worker only.
+ */
+int pc_spawn(pc_task_fn fn, void *arg);
+
+/**
+ * Queue fn(arg) on worker @worker; it runs there and nowhere else. To the
+ * calling worker itself this is pc_spawn(). Tasks one worker sends to
+ * another run in the order they were sent.
+ * Errors: -EINVAL (fn NULL or no such worker), -ENOMEM, -EPERM off-worker.
+ * Worker only.
+ */
+int pc_spawn_on(unsigned worker, pc_task_fn fn, void *arg);
+
+/**
+ * Intrusive forms of pc_spawn() and pc_spawn_on(): @t is the caller's, and
+ * must stay valid until its function starts; it may be reused (or freed)
+ * from inside that function on. Errors as above. Worker only.
+ */
+int pc_spawn_task(struct pc_task *t);
+int pc_spawn_task_on(unsigned worker, struct pc_task *t);
+
+/**
+ * Intrusive form of pc_runtime_inject(). Errors: -EINVAL, -ESHUTDOWN.
+ * Any thread.
+ */
+int pc_runtime_inject_task(struct pc_runtime *rt, struct pc_task *t);
+
+/* ------------------------------------------------------------------------ */
+/* Timers                                                                   */
+/* ------------------------------------------------------------------------ */
+
+struct pc_timer;
+/** A timer callback: runs on the worker that started the timer. */
+typedef void (*pc_timer_fn)(struct pc_timer *t, void *arg);
+
+/** A caller-owned timer. Fields are private; use pc_timer_init(). */
+struct pc_timer {
+        uint64_t deadline_ns;
+        uint64_t period_ns;
+        uint64_t seq;
+        pc_timer_fn fn;
+        void *arg;
+        uint32_t heap_idx; /* UINT32_MAX when not armed */
+        int32_t worker;
+};
+
+/** Prepare @t. Any thread. */
+void pc_timer_init(struct pc_timer *t, pc_timer_fn fn, void *arg);
+
+/**
+ * Arm @t to fire @delay_ns from now on the calling worker, then every
+ * @period_ns if that is not 0. Re-arming an armed timer reschedules it.
+ * A timer never fires early; timers due at the same time fire in the
+ * order they were started. Timers are checked every 32 tasks, so a busy
+ * worker still fires them on time.
+ * Errors: -EINVAL (NULL), -ENOMEM (timer heap growth), -EXDEV (armed on
+ * another worker), -ESHUTDOWN (runtime stopping), -EPERM off-worker.
+ * Worker only.
+ */
+int pc_timer_start(struct pc_timer *t, uint64_t delay_ns, uint64_t period_ns);
+
+/**
+ * Disarm @t. Callable from its own callback (stops a periodic timer).
+ * Errors: -ENOENT (not armed), -EXDEV (armed on another worker), -EPERM.
+ * Worker only.
+ */
+int pc_timer_cancel(struct pc_timer *t);
+
+/** Whether @t is armed. Worker that armed it. */
+bool pc_timer_armed(const struct pc_timer *t);
+
+/** CLOCK_MONOTONIC in nanoseconds. Any thread. */
+uint64_t pc_now_ns(void);
+
+/* ------------------------------------------------------------------------ */
+/* Pollers                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * A poller: a per-worker callback the reactor calls every iteration (the
+ * hook network RX, io_uring completions and mailboxes use).
+ */
+struct pc_poller_ops {
+        const char *name;
+        /** Do pending work; return how many items were handled (0 = idle). */
+        unsigned (*poll)(void *arg);
+        /**
+         * The worker is about to sleep (its sleeping flag is already
+         * published): return false if work is pending or may arrive without
+         * a wake-up, true to allow sleep. NULL = never blocks sleep.
+         */
+        bool (*prepare_sleep)(void *arg);
+        /** The worker woke up after prepare_sleep() allowed it. May be NULL. */
+        void (*after_sleep)(void *arg);
+};
+
+struct pc_poller;
+
+/**
+ * Register a poller on the calling worker. @ops must outlive it.
+ * Errors: -EINVAL, -ENOMEM, -EPERM off-worker. Worker only.
+ */
+int pc_poller_register(const struct pc_poller_ops *ops, void *arg, struct pc_poller **out);
+
+/**
+ * Unregister and free @p; safe from inside its own poll(). Returns 0,
+ * -EINVAL, -EXDEV (another worker's poller). The owning worker only.
+ */
+int pc_poller_unregister(struct pc_poller *p);
+
+/**
+ * Wake worker @w if it sleeps (for pollers whose events arrive from other
+ * threads). Costs a syscall only when the worker is asleep. Any thread.
+ */
+void pc_worker_wake(struct pc_runtime *rt, unsigned w);
+
+/* ------------------------------------------------------------------------ */
+/* Stats                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/** One worker's counters; each is written by its worker only. */
+struct pc_worker_stats {
+        unsigned worker;
+        int cpu;
+        uint64_t tasks_run;    /**< tasks executed */
+        uint64_t tasks_remote; /**< tasks received from other workers */
+        uint64_t tasks_inject; /**< tasks taken from the global injector */
+        uint64_t timers_fired;
+        uint64_t polls;      /**< poller items handled */
+        uint64_t iterations; /**< reactor loop iterations */
+        uint64_t parks;      /**< times the worker went to sleep */
+        uint64_t wakeups;    /**< wake-up syscalls other threads sent it */
+        uint64_t queue_depth; /**< tasks queued locally at the last sample */
+        uint64_t busy_ns;    /**< time in iterations that found work */
+        uint64_t idle_ns;    /**< time idle: spinning or asleep */
+};
+
+/**
+ * Copy up to @n workers' counters into @out. Counters are read without
+ * stopping the workers, so each is exact but they are not one instant.
+ * Returns the number of records written, or -EINVAL. Any thread.
+ */
+int pc_stats_snapshot(const struct pc_runtime *rt, struct pc_worker_stats *out, unsigned n);
+
+/** Print the per-worker table PERCORE_STATS=1 prints at exit. Any thread. */
+void pc_stats_print(const struct pc_runtime *rt, FILE *f);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PERCORE_H */

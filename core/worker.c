@@ -1,0 +1,443 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The reactor loop, one per worker, and parking. Each iteration:
+ *   1. take tasks other workers sent (inbox), run up to a budget of tasks
+ *      (every 61st looks at the global injector first; timers are checked
+ *      every 32 tasks);
+ *   2. run the pollers;
+ *   3. expire timers;
+ *   4. if nothing was found: spin, then park.
+ *
+ * Parking is the Dekker pattern with producers: the worker publishes its
+ * sleeping flag (seq_cst) and then re-reads every source; a producer
+ * publishes its work (seq_cst) and then reads the flag. At least one side
+ * sees the other, so no wake-up is lost, and a producer makes the eventfd
+ * syscall only when the worker really sleeps.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pc_core_pvt.h"
+
+static uint64_t splitmix64(uint64_t x)
+{
+        x += 0x9E3779B97F4A7C15ull;
+        x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+        x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+        return x ^ (x >> 31);
+}
+
+int pc__worker_init(struct pc_worker *w, struct pc_runtime *rt, unsigned id, unsigned runq)
+{
+        memset(w, 0, sizeof(*w));
+        w->rt = rt;
+        w->id = id;
+        w->cpu = rt->cpus[id];
+        w->inject_countdown = PC_INJECT_EVERY;
+        w->rng = splitmix64(rt->cfg.seed ^ ((uint64_t)id << 32)) | 1;
+        w->rq.mask = runq - 1;
+        w->rq.slots = calloc(runq, sizeof(*w->rq.slots));
+        if (w->rq.slots == NULL)
+                return -ENOMEM;
+        w->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        if (w->efd < 0) {
+                int err = -errno;
+                free(w->rq.slots);
+                return err;
+        }
+        return 0;
+}
+
+void pc__worker_fini(struct pc_worker *w)
+{
+        for (unsigned i = 0; i < w->npollers; i++)
+                free(w->pollers[i]);
+        free(w->pollers);
+        free(w->theap);
+        for (unsigned i = 0; i < w->nchunks; i++)
+                free(w->chunks[i]);
+        free(w->chunks);
+        free(w->rq.slots);
+        if (w->efd >= 0)
+                close(w->efd);
+}
+
+/* Wake @w if it sleeps. The plain load keeps a busy target free of RMWs;
+ * the exchange makes sure only one producer pays for the syscall. */
+void pc__wake(struct pc_worker *w)
+{
+        static const uint64_t one = 1;
+
+        if (atomic_load_explicit(&w->sleeping, memory_order_seq_cst) &&
+            atomic_exchange_explicit(&w->sleeping, 0, memory_order_seq_cst)) {
+                /* EAGAIN means the counter is already non-zero: awake enough. */
+                if (write(w->efd, &one, sizeof(one)) < 0)
+                        return;
+        }
+}
+
+void pc_worker_wake(struct pc_runtime *rt, unsigned w)
+{
+        if (rt && w < rt->nworkers)
+                pc__wake(rt->workers[w]);
+}
+
+static inline void count(_Atomic uint64_t *c, uint64_t n)
+{
+        /* Owner-only counter: a relaxed load and store, no RMW. */
+        atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
+                              memory_order_relaxed);
+}
+
+/* Move tasks other workers sent into the run queue, oldest first. */
+static unsigned drain_inbox(struct pc_worker *w)
+{
+        struct pc_task *t, *rev = NULL, *next;
+        unsigned n = 0;
+
+        if (atomic_load_explicit(&w->inbox, memory_order_relaxed) == NULL)
+                return 0;
+        t = atomic_exchange_explicit(&w->inbox, NULL, memory_order_acquire);
+        while (t) {
+                next = t->next;
+                t->next = rev;
+                rev = t;
+                t = next;
+        }
+        while (rev) {
+                next = rev->next;
+                pc__runq_push(&w->rq, rev);
+                rev = next;
+                n++;
+        }
+        count(&w->recv, n);
+        w->ls.tasks_remote += n;
+        return n;
+}
+
+/* Take a fair share of the injector, min(len/N + 1, 128): return the first
+ * task to run now and queue the rest locally, in order. */
+static struct pc_task *take_injector(struct pc_worker *w)
+{
+        struct pc_runtime *rt = w->rt;
+        struct pc_task *first, *last;
+        uint64_t len, n;
+
+        if (atomic_load_explicit(&rt->inj_len, memory_order_relaxed) == 0)
+                return NULL;
+        pthread_mutex_lock(&rt->inj_lock);
+        len = atomic_load_explicit(&rt->inj_len, memory_order_relaxed);
+        if (len == 0) {
+                pthread_mutex_unlock(&rt->inj_lock);
+                return NULL;
+        }
+        n = len / rt->nworkers + 1;
+        if (n > PC_INJECT_BATCH_MAX)
+                n = PC_INJECT_BATCH_MAX;
+        if (n > len)
+                n = len;
+        first = last = rt->inj_head;
+        for (uint64_t i = 1; i < n; i++)
+                last = last->next;
+        rt->inj_head = last->next;
+        if (rt->inj_head == NULL)
+                rt->inj_tail = NULL;
+        atomic_store_explicit(&rt->inj_len, len - n, memory_order_relaxed);
+        pthread_mutex_unlock(&rt->inj_lock);
+
+        last->next = NULL;
+        for (struct pc_task *t = first->next, *next; t; t = next) {
+                next = t->next;
+                pc__runq_push(&w->rq, t);
+        }
+        count(&w->inj_recv, n);
+        w->ls.tasks_inject += n;
+        if (len > n) {
+                /* More is waiting: pass the baton to a sleeping worker. */
+                for (unsigned i = 1; i < rt->nworkers; i++) {
+                        struct pc_worker *o = rt->workers[(w->id + i) % rt->nworkers];
+                        if (atomic_load_explicit(&o->sleeping, memory_order_relaxed)) {
+                                pc__wake(o);
+                                break;
+                        }
+                }
+        }
+        return first;
+}
+
+static inline void run_task(struct pc_worker *w, struct pc_task *t)
+{
+        pc_task_fn fn = t->fn;
+        void *arg = t->arg;
+        uint16_t owner = t->owner;
+
+        /* Release before running, so a spawn inside fn reuses this (hot)
+         * object. A caller-owned task is not touched after this point. */
+        if (likely(owner < PC_OWNER_HEAP))
+                pc__task_release(w, t);
+        else if (owner == PC_OWNER_HEAP)
+                free(t);
+        fn(arg);
+}
+
+static unsigned run_tasks(struct pc_worker *w)
+{
+        unsigned i;
+
+        for (i = 0; i < PC_TASK_BUDGET; i++) {
+                struct pc_task *t = NULL;
+
+                if (unlikely(--w->inject_countdown == 0)) {
+                        w->inject_countdown = PC_INJECT_EVERY;
+                        t = take_injector(w);
+                }
+                if (unlikely((++w->tick & (PC_TIMER_EVERY - 1)) == 0) && w->tn)
+                        pc__timers_expire(w, pc__now());
+                if (t == NULL)
+                        t = pc__runq_pop(&w->rq);
+                if (unlikely(t == NULL)) {
+                        if (drain_inbox(w))
+                                t = pc__runq_pop(&w->rq);
+                        else
+                                t = take_injector(w);
+                        if (t == NULL)
+                                break;
+                }
+                run_task(w, t);
+        }
+        w->ls.tasks_run += i;
+        return i;
+}
+
+static unsigned run_pollers(struct pc_worker *w)
+{
+        unsigned n = 0, i, j;
+
+        for (i = 0; i < w->npollers; i++) {
+                struct pc_poller *p = w->pollers[i];
+                if (!p->dead)
+                        n += p->ops->poll(p->arg);
+        }
+        if (unlikely(w->pollers_dirty)) {
+                for (i = j = 0; i < w->npollers; i++) {
+                        if (w->pollers[i]->dead)
+                                free(w->pollers[i]);
+                        else
+                                w->pollers[j++] = w->pollers[i];
+                }
+                w->npollers = j;
+                w->pollers_dirty = false;
+        }
+        w->ls.polls += n;
+        return n;
+}
+
+/* Whether anything is pending that parking would sit on. Called after the
+ * sleeping flag is published, so the loads pair with producers' stores. */
+static bool work_pending(struct pc_worker *w)
+{
+        struct pc_runtime *rt = w->rt;
+
+        if (pc__runq_len(&w->rq) != 0)
+                return true;
+        if (atomic_load_explicit(&w->inbox, memory_order_seq_cst) != NULL)
+                return true;
+        if (atomic_load_explicit(&rt->inj_len, memory_order_seq_cst) != 0)
+                return true;
+        if (atomic_load_explicit(&rt->done, memory_order_seq_cst))
+                return true;
+        return !w->stop_seen && atomic_load_explicit(&rt->stop_req, memory_order_seq_cst);
+}
+
+/* Sleep until woken or @deadline (CLOCK_MONOTONIC ns, 0 = none). */
+static void park(struct pc_worker *w, uint64_t deadline)
+{
+        unsigned ok = 0;
+
+        atomic_store_explicit(&w->sleeping, 1, memory_order_seq_cst);
+        if (work_pending(w))
+                goto out;
+        for (ok = 0; ok < w->npollers; ok++) {
+                struct pc_poller *p = w->pollers[ok];
+                if (!p->dead && p->ops->prepare_sleep && !p->ops->prepare_sleep(p->arg))
+                        break;
+        }
+        if (ok == w->npollers) {
+                struct pollfd pfd = {.fd = w->efd, .events = POLLIN};
+                struct timespec ts, *tsp = NULL;
+                uint64_t now = pc__now();
+
+                if (deadline) {
+                        uint64_t d = deadline > now ? deadline - now : 0;
+                        ts.tv_sec = (time_t)(d / 1000000000u);
+                        ts.tv_nsec = (long)(d % 1000000000u);
+                        tsp = &ts;
+                }
+                w->ls.parks++;
+                if (ppoll(&pfd, 1, tsp, NULL) > 0) {
+                        uint64_t v;
+                        if (read(w->efd, &v, sizeof(v)) == sizeof(v))
+                                w->ls.wakeups++;
+                }
+        }
+        for (unsigned i = 0; i < ok; i++) {
+                struct pc_poller *p = w->pollers[i];
+                if (!p->dead && p->ops->prepare_sleep && p->ops->after_sleep)
+                        p->ops->after_sleep(p->arg);
+        }
+out:
+        atomic_store_explicit(&w->sleeping, 0, memory_order_relaxed);
+}
+
+/* One wave of the four-counter termination check: every worker quiet, and
+ * every task sent or injected also received. */
+static bool wave(struct pc_runtime *rt, uint64_t sig[2])
+{
+        uint64_t sent = 0, recv = 0, injr = 0, injp;
+
+        for (unsigned i = 0; i < rt->nworkers; i++) {
+                struct pc_worker *w = rt->workers[i];
+                if (!atomic_load_explicit(&w->quiet, memory_order_seq_cst))
+                        return false;
+                sent += atomic_load_explicit(&w->sent, memory_order_seq_cst);
+                recv += atomic_load_explicit(&w->recv, memory_order_seq_cst);
+                injr += atomic_load_explicit(&w->inj_recv, memory_order_seq_cst);
+        }
+        pthread_mutex_lock(&rt->inj_lock);
+        injp = rt->inj_pushed;
+        pthread_mutex_unlock(&rt->inj_lock);
+        sig[0] = sent;
+        sig[1] = injr;
+        return sent == recv && injp == injr;
+}
+
+/* Worker 0 decides when draining is over: two identical balanced waves
+ * with everyone quiet mean no task is queued or in flight anywhere. */
+static bool quiescent(struct pc_runtime *rt)
+{
+        uint64_t a[2], b[2];
+
+        return wave(rt, a) && wave(rt, b) && a[0] == b[0] && a[1] == b[1];
+}
+
+/* Idle while stopping: drop timers, publish quiet, and let worker 0 detect
+ * the end of the drain. Returns true when this worker should exit. */
+static bool idle_stopping(struct pc_worker *w)
+{
+        struct pc_runtime *rt = w->rt;
+
+        if (!w->stop_seen) {
+                w->stop_seen = true;
+                pc__timers_drop(w);
+        }
+        if (atomic_load_explicit(&rt->done, memory_order_acquire))
+                return true;
+        atomic_store_explicit(&w->quiet, 1, memory_order_seq_cst);
+        w->quiet_published = true;
+        if (w->id == 0) {
+                if (quiescent(rt)) {
+                        atomic_store_explicit(&rt->done, 1, memory_order_seq_cst);
+                        for (unsigned i = 1; i < rt->nworkers; i++)
+                                pc__wake(rt->workers[i]);
+                        return true;
+                }
+                park(w, pc__now() + PC_STOP_POLL_NS);
+        } else {
+                pc__wake(rt->workers[0]);
+                park(w, 0);
+        }
+        return false;
+}
+
+static inline void publish(struct pc_worker *w)
+{
+        struct pc_pub_stats *s = &w->stats;
+        const struct pc_local_stats *l = &w->ls;
+
+        atomic_store_explicit(&s->tasks_run, l->tasks_run, memory_order_relaxed);
+        atomic_store_explicit(&s->tasks_remote, l->tasks_remote, memory_order_relaxed);
+        atomic_store_explicit(&s->tasks_inject, l->tasks_inject, memory_order_relaxed);
+        atomic_store_explicit(&s->timers_fired, l->timers_fired, memory_order_relaxed);
+        atomic_store_explicit(&s->polls, l->polls, memory_order_relaxed);
+        atomic_store_explicit(&s->iterations, l->iterations, memory_order_relaxed);
+        atomic_store_explicit(&s->parks, l->parks, memory_order_relaxed);
+        atomic_store_explicit(&s->wakeups, l->wakeups, memory_order_relaxed);
+        atomic_store_explicit(&s->queue_depth, pc__runq_len(&w->rq), memory_order_relaxed);
+        atomic_store_explicit(&s->busy_ns, l->busy_ns, memory_order_relaxed);
+        atomic_store_explicit(&s->idle_ns, l->idle_ns, memory_order_relaxed);
+}
+
+void pc__stats_publish(struct pc_worker *w)
+{
+        publish(w);
+}
+
+/* Nothing to do this iteration. Returns true when the worker must exit. */
+static bool idle(struct pc_worker *w, uint64_t now)
+{
+        struct pc_runtime *rt = w->rt;
+        uint64_t deadline;
+
+        if (unlikely(atomic_load_explicit(&rt->stop_req, memory_order_relaxed)))
+                return idle_stopping(w);
+        if (w->idle_since == 0)
+                w->idle_since = now;
+        if (rt->cfg.idle == PC_IDLE_POLL ||
+            (rt->cfg.idle == PC_IDLE_ADAPTIVE &&
+             now - w->idle_since < (uint64_t)rt->cfg.idle_spin_us * 1000u)) {
+                pc__cpu_relax();
+                return false;
+        }
+        deadline = w->tn ? w->theap[0]->deadline_ns : 0;
+        park(w, deadline);
+        return false;
+}
+
+void pc__worker_loop(struct pc_worker *w)
+{
+        struct pc_runtime *rt = w->rt;
+
+        pc__self = w;
+        w->stop_seen = false;
+        w->idle_since = 0;
+        w->last_ns = pc__now();
+        w->last_busy = true;
+        for (;;) {
+                unsigned n;
+                uint64_t now;
+
+                if (unlikely(w->quiet_published)) {
+                        atomic_store_explicit(&w->quiet, 0, memory_order_seq_cst);
+                        w->quiet_published = false;
+                }
+                n = drain_inbox(w);
+                n += run_tasks(w);
+                if (w->npollers)
+                        n += run_pollers(w);
+                now = pc__now();
+                if (w->tn)
+                        n += pc__timers_expire(w, now);
+                if (w->last_busy)
+                        w->ls.busy_ns += now - w->last_ns;
+                else
+                        w->ls.idle_ns += now - w->last_ns;
+                w->last_ns = now;
+                w->last_busy = n != 0;
+                w->ls.iterations++;
+                publish(w);
+                if (n) {
+                        w->idle_since = 0;
+                        continue;
+                }
+                if (idle(w, now))
+                        break;
+        }
+        (void)rt;
+        publish(w);
+        pc__self = NULL;
+}
