@@ -98,7 +98,7 @@ static int choose_cpus(struct pc_runtime *rt, char *err, size_t errlen)
                 nworkers = PC_MAX_WORKERS;
         if (nworkers > (unsigned)ncpus && rt->cfg.pin) {
                 snprintf(err, errlen,
-                         "PERCORE_WORKERS=%u needs %u CPUs but only %d are usable; set "
+                         "%u workers (PERCORE_WORKERS) need %u CPUs but only %d are usable; set "
                          "PERCORE_PIN=0 to oversubscribe",
                          nworkers, nworkers, ncpus);
                 return -EINVAL;

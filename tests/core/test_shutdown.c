@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Shutdown: stopping drains every queued task (including tasks spawned
+ * while draining, across workers), stop works from any thread and from a
+ * signal, a runtime can run again, and destroy frees what never ran.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pc_test.h"
+
+struct drain {
+        struct pc_runtime *rt;
+        unsigned nworkers;
+        uint64_t queued;   /* tasks queued before stop */
+        unsigned depth;    /* chain length spawned while draining */
+        _Atomic uint64_t ran;
+        _Atomic uint64_t chain_ran;
+        _Atomic uint64_t wrong;
+};
+
+static struct drain D;
+
+static void leaf(void *arg)
+{
+        if ((uintptr_t)arg != (uintptr_t)pc_worker_id())
+                atomic_fetch_add(&D.wrong, 1);
+        atomic_fetch_add(&D.ran, 1);
+}
+
+/* A chain that hops worker to worker after stop was requested. */
+static void chain(void *arg)
+{
+        uintptr_t left = (uintptr_t)arg;
+
+        atomic_fetch_add(&D.chain_ran, 1);
+        if (left > 0)
+                pc_spawn_on(((unsigned)pc_worker_id() + 1) % D.nworkers, chain,
+                            (void *)(left - 1));
+}
+
+static void fill_and_stop(void *arg)
+{
+        (void)arg;
+        for (uint64_t i = 0; i < D.queued; i++) {
+                unsigned w = (unsigned)(i % D.nworkers);
+                pc_spawn_on(w, leaf, (void *)(uintptr_t)w);
+        }
+        pc_runtime_stop(D.rt);
+        for (unsigned w = 0; w < D.nworkers; w++)
+                pc_spawn_on(w, chain, (void *)(uintptr_t)D.depth);
+}
+
+static void test_stop_drains_everything(void **state)
+{
+        struct pc_config cfg;
+
+        (void)state;
+        memset(&D, 0, sizeof(D));
+        pc_test_config(&cfg, 4);
+        assert_int_equal(pc_runtime_create(&cfg, &D.rt), 0);
+        D.nworkers = pc_runtime_workers(D.rt);
+        D.queued = pc_test_scaled(200000);
+        D.depth = (unsigned)pc_test_scaled(5000);
+        assert_int_equal(pc_runtime_run(D.rt, fill_and_stop, NULL), 0);
+        assert_int_equal(atomic_load(&D.ran), D.queued);
+        assert_int_equal(atomic_load(&D.chain_ran), (uint64_t)D.nworkers * (D.depth + 1));
+        assert_int_equal(atomic_load(&D.wrong), 0);
+
+        /* The same runtime runs again, and drains again. */
+        memset((void *)&D.ran, 0, sizeof(D.ran));
+        atomic_store(&D.chain_ran, 0);
+        assert_int_equal(pc_runtime_run(D.rt, fill_and_stop, NULL), 0);
+        assert_int_equal(atomic_load(&D.ran), D.queued);
+        assert_int_equal(atomic_load(&D.chain_ran), (uint64_t)D.nworkers * (D.depth + 1));
+        pc_runtime_destroy(D.rt);
+}
+
+/* ---- stop from an outside thread in the middle of a storm --------------- */
+
+static _Atomic int storm_started;
+static _Atomic uint64_t storm_spawned, storm_ran;
+
+static void storm_leaf(void *arg)
+{
+        (void)arg;
+        atomic_fetch_add(&storm_ran, 1);
+}
+
+static void storm(void *arg)
+{
+        unsigned n = pc_runtime_workers(pc_runtime_current());
+
+        (void)arg;
+        atomic_store(&storm_started, 1);
+        if (pc_runtime_stopping(pc_runtime_current()))
+                return;
+        for (unsigned i = 0; i < 64; i++) {
+                if (pc_spawn_on(i % n, storm_leaf, NULL) == 0)
+                        atomic_fetch_add(&storm_spawned, 1);
+        }
+        pc_spawn(storm, NULL);
+}
+
+static void storm_main(void *arg)
+{
+        unsigned n = pc_runtime_workers(pc_runtime_current());
+
+        (void)arg;
+        for (unsigned w = 0; w < n; w++)
+                pc_spawn_on(w, storm, NULL);
+}
+
+static void *stopper(void *arg)
+{
+        struct pc_runtime *rt = arg;
+
+        while (!atomic_load(&storm_started) || atomic_load(&storm_ran) < 100000)
+                sched_yield();
+        pc_runtime_stop(rt);
+        return NULL;
+}
+
+static void test_stop_from_outside_thread(void **state)
+{
+        struct pc_config cfg;
+        struct pc_runtime *rt;
+        pthread_t th;
+
+        (void)state;
+        pc_test_config(&cfg, 3);
+        assert_int_equal(pc_runtime_create(&cfg, &rt), 0);
+        pthread_create(&th, NULL, stopper, rt);
+        assert_int_equal(pc_runtime_run(rt, storm_main, NULL), 0);
+        pthread_join(th, NULL);
+        assert_true(atomic_load(&storm_spawned) >= 100000);
+        assert_int_equal(atomic_load(&storm_ran), atomic_load(&storm_spawned));
+        assert_false(pc_runtime_stopping(rt)); /* reset for the next run */
+        pc_runtime_destroy(rt);
+}
+
+/* ---- SIGTERM stops gracefully ------------------------------------------- */
+
+static _Atomic int after_signal_ran;
+
+static void after_signal(void *arg)
+{
+        (void)arg;
+        atomic_store(&after_signal_ran, 1);
+}
+
+static void signal_main(void *arg)
+{
+        (void)arg;
+        pc_spawn(after_signal, NULL);
+        kill(getpid(), SIGTERM);
+}
+
+static void test_sigterm_stops(void **state)
+{
+        struct pc_config cfg;
+        struct pc_runtime *rt;
+
+        (void)state;
+        pc_test_config(&cfg, 2);
+        assert_int_equal(pc_runtime_create(&cfg, &rt), 0);
+        assert_int_equal(pc_runtime_stop_on_signals(rt), 0);
+        assert_int_equal(pc_runtime_run(rt, signal_main, NULL), 0);
+        assert_int_equal(atomic_load(&after_signal_ran), 1);
+        pc_runtime_destroy(rt);
+        assert_int_equal(pc_runtime_stop_on_signals(NULL), -EINVAL);
+}
+
+/* ---- run twice guards, stop before run, destroy frees the never-run ----- */
+
+static int nested_rc;
+static int run_count;
+
+static void count_and_stop(void *arg)
+{
+        struct pc_runtime *rt = pc_runtime_current();
+
+        (void)arg;
+        run_count++;
+        nested_rc = pc_runtime_run(rt, count_and_stop, NULL);
+        pc_runtime_stop(rt);
+}
+
+static void test_lifecycle_edges(void **state)
+{
+        struct pc_config cfg;
+        struct pc_runtime *rt;
+        struct pc_task t;
+
+        (void)state;
+        pc_test_config(&cfg, 2);
+        assert_int_equal(pc_runtime_create(&cfg, &rt), 0);
+        /* Injected before run: queued, not lost; they run in the next run. */
+        atomic_store(&after_signal_ran, 0);
+        assert_int_equal(pc_runtime_inject(rt, after_signal, NULL), 0);
+        assert_int_equal(pc_runtime_run(rt, count_and_stop, NULL), 0);
+        assert_int_equal(run_count, 1);
+        assert_int_equal(nested_rc, -EPERM);
+        assert_int_equal(atomic_load(&after_signal_ran), 1);
+
+        /* A stop before run: run still runs main and every queued task. */
+        pc_runtime_stop(rt);
+        assert_int_equal(pc_runtime_run(rt, count_and_stop, NULL), 0);
+        assert_int_equal(run_count, 2);
+
+        /* Tasks injected but never run are freed by destroy (ASan checks),
+         * and caller-owned ones are left alone. */
+        assert_int_equal(pc_runtime_inject(rt, after_signal, NULL), 0);
+        pc_task_init(&t, after_signal, NULL, 0);
+        assert_int_equal(pc_runtime_inject_task(rt, &t), 0);
+        pc_runtime_destroy(rt);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_stop_drains_everything),
+                cmocka_unit_test(test_stop_from_outside_thread),
+                cmocka_unit_test(test_sigterm_stops),
+                cmocka_unit_test(test_lifecycle_edges),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs the build into a scratch DESTDIR, then compiles tests/install/hello.c
+# as an outside program would (pkg-config --cflags --libs percore) and runs it.
+set -euo pipefail
+build=$1
+src=$2
+cc=${CC:-cc}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+meson install -C "$build" --no-rebuild --quiet --destdir "$tmp/root" >/dev/null
+pc=$(find "$tmp/root" -name percore.pc -print -quit)
+[ -n "$pc" ] || { echo "percore.pc was not installed"; exit 1; }
+hdr=$(find "$tmp/root" -path '*/percore/percore.h' -print -quit)
+[ -n "$hdr" ] || { echo "percore.h was not installed"; exit 1; }
+
+export PKG_CONFIG_PATH=$(dirname "$pc")
+export PKG_CONFIG_SYSROOT_DIR="$tmp/root"
+flags=$(pkg-config --cflags --libs percore)
+echo "pkg-config --cflags --libs percore: $flags"
+$cc -std=c11 -Wall -Wextra -Werror -o "$tmp/hello" "$src" $flags
+libdir=$(dirname "$(dirname "$pc")")
+out=$(PERCORE_PIN=0 PERCORE_WORKERS=3 PERCORE_LOG=warn \
+	LD_LIBRARY_PATH="$libdir" "$tmp/hello")
+echo "$out"
+[ "$out" = "hello from 3 workers" ]
