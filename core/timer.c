@@ -116,11 +116,14 @@ int pc_timer_start(struct pc_timer *t, uint64_t delay_ns, uint64_t period_ns)
                 return -EPERM;
         if (t == NULL || t->fn == NULL)
                 return -EINVAL;
-        if (t->heap_idx != NOT_ARMED) {
-                if (t->worker != (int32_t)w->id)
-                        return -EXDEV;
+        /* t->worker is set while armed and only by the owner, so reading it
+         * first lets another worker be refused without touching fields the
+         * owner's heap is rewriting. */
+        if (t->worker >= 0 && t->worker != (int32_t)w->id)
+                return -EXDEV;
+        if (t->heap_idx != NOT_ARMED)
                 heap_remove(w, t);
-        }
+        t->worker = -1;
         if (w->stop_seen || atomic_load_explicit(&w->rt->stop_req, memory_order_relaxed))
                 return -ESHUTDOWN;
         t->deadline_ns = pc__now() + delay_ns;
@@ -137,11 +140,12 @@ int pc_timer_cancel(struct pc_timer *t)
                 return -EPERM;
         if (t == NULL)
                 return -EINVAL;
+        if (t->worker >= 0 && t->worker != (int32_t)w->id)
+                return -EXDEV;
         if (t->heap_idx == NOT_ARMED)
                 return -ENOENT;
-        if (t->worker != (int32_t)w->id)
-                return -EXDEV;
         heap_remove(w, t);
+        t->worker = -1;
         return 0;
 }
 
@@ -169,7 +173,9 @@ unsigned pc__timers_expire(struct pc_worker *w, uint64_t now)
                 if (t->deadline_ns > now || t->seq >= limit)
                         break;
                 heap_remove(w, t);
-                if (t->period_ns) {
+                if (t->period_ns == 0) {
+                        t->worker = -1;
+                } else {
                         /* Keep the phase; skip periods missed while busy
                          * rather than firing a burst to catch up. */
                         uint64_t next = t->deadline_ns + t->period_ns;
@@ -188,7 +194,9 @@ unsigned pc__timers_expire(struct pc_worker *w, uint64_t now)
 
 void pc__timers_drop(struct pc_worker *w)
 {
-        for (uint32_t i = 0; i < w->tn; i++)
+        for (uint32_t i = 0; i < w->tn; i++) {
                 w->theap[i]->heap_idx = NOT_ARMED;
+                w->theap[i]->worker = -1;
+        }
         w->tn = 0;
 }

@@ -98,6 +98,7 @@ struct periodic {
         int ticks, never_fired, early;
         int err_cancel_unarmed, err_start_null, err_cancel_other, err_rearm_other;
         int cancel_twice;
+        int tick_done, guard_done;
 };
 
 static struct periodic P;
@@ -109,12 +110,28 @@ static void never_cb(struct pc_timer *t, void *arg)
         P.never_fired++;
 }
 
+static void maybe_finish(void)
+{
+        if (P.tick_done && P.guard_done)
+                pc_runtime_stop(P.rt);
+}
+
+/* Back on worker 0, after worker 1's checks (the message orders them). */
+static void guard_done(void *arg)
+{
+        (void)arg;
+        pc_timer_cancel(&P.guard);
+        P.guard_done = 1;
+        maybe_finish();
+}
+
 static void other_worker_checks(void *arg)
 {
         (void)arg;
         /* P.guard is armed on worker 0: worker 1 may not touch it. */
         P.err_cancel_other = pc_timer_cancel(&P.guard);
         P.err_rearm_other = pc_timer_start(&P.guard, 1000, 0);
+        pc_spawn_on(0, guard_done, NULL);
 }
 
 static void tick_cb(struct pc_timer *t, void *arg)
@@ -129,8 +146,8 @@ static void tick_cb(struct pc_timer *t, void *arg)
                 if (pc_timer_cancel(t) != 0)
                         P.early++;
                 P.cancel_twice = pc_timer_cancel(t);
-                pc_timer_cancel(&P.guard);
-                pc_runtime_stop(P.rt);
+                P.tick_done = 1;
+                maybe_finish();
         }
 }
 
