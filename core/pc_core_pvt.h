@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "percore.h"
+#include "stealq_pvt.h"
 
 #define PC_CACHE_LINE 64
 #define PC_ALIGNED __attribute__((aligned(PC_CACHE_LINE)))
@@ -27,6 +28,9 @@
 #define PC_TASK_CHUNK 512       /* tasks per free-list refill allocation */
 #define PC_RUNQ_DEFAULT 4096    /* default local ring slots */
 #define PC_STOP_POLL_NS 100000  /* coordinator's re-check period while draining */
+#define PC_MAX_TIERS 8          /* steal tiers per worker */
+#define PC_ADVERTISE_MIN 2      /* stealable tasks before a worker advertises */
+#define PC_OWNER_BATCH 8        /* stealable tasks the owner claims per CAS */
 
 /* Task owners that are not workers. */
 #define PC_OWNER_HEAP 0xfffeu /* malloc'd by pc_runtime_inject(): free() it */
@@ -46,6 +50,18 @@ struct pc_runq {
         struct pc_task *ovf_head;
         struct pc_task *ovf_tail;
         uint64_t ovf_len;
+};
+
+/*
+ * A worker's steal order: the other workers grouped in tiers, nearest
+ * first. A remote tier is only stolen from when the victim's backlog
+ * reaches remote_steal_min.
+ */
+struct pc_steal_order {
+        unsigned ntiers;
+        uint16_t tier_start[PC_MAX_TIERS + 1];
+        bool tier_remote[PC_MAX_TIERS];
+        uint16_t victims[PC_MAX_WORKERS];
 };
 
 struct pc_poller {
@@ -68,6 +84,11 @@ struct pc_pub_stats {
         _Atomic uint64_t queue_depth;
         _Atomic uint64_t busy_ns;
         _Atomic uint64_t idle_ns;
+        _Atomic uint64_t stolen;
+        _Atomic uint64_t steal_attempts;
+        _Atomic uint64_t steal_failures;
+        _Atomic uint64_t searches;
+        _Atomic uint64_t steals_from[PC_MAX_WORKERS]; /* by victim */
 };
 
 /* The owner's private copy of the same counters (plain, hot). */
@@ -82,6 +103,10 @@ struct pc_local_stats {
         uint64_t wakeups;
         uint64_t busy_ns;
         uint64_t idle_ns;
+        uint64_t stolen;
+        uint64_t steal_attempts;
+        uint64_t steal_failures;
+        uint64_t searches;
 };
 
 /*
@@ -104,6 +129,13 @@ struct pc_worker {
         bool last_busy;
         bool stop_seen;
         bool quiet_published;
+        bool elastic;    /* elastic mode: stealable queue in use */
+        bool advertised; /* our bit is set in rt->stealable */
+        bool sticky_turn; /* alternate sticky and stealable queues */
+        struct pc_steal_order order;
+        /* Tasks the owner claimed from its stealable queue, oldest first. */
+        struct pc_task *batch[PC_OWNER_BATCH];
+        unsigned batch_i, batch_n;
         /* timers: a binary min-heap on (deadline, seq) */
         struct pc_timer **theap;
         uint32_t tn, tcap;
@@ -127,6 +159,8 @@ struct pc_worker {
         _Atomic(struct pc_task *) remote_free PC_ALIGNED; /* our tasks freed elsewhere */
         _Atomic int sleeping PC_ALIGNED;
         int efd; /* eventfd the worker sleeps on */
+
+        struct pc_stealq sq; /* elastic mode; its indexes have lines of their own */
 
         struct pc_pub_stats stats PC_ALIGNED;
         pthread_t thread;
@@ -156,6 +190,11 @@ struct pc_runtime {
         _Atomic uint64_t inj_len;
         _Atomic unsigned wake_rr;
 
+        /* Elastic mode: who has stealable work, who searches, who sleeps. */
+        _Atomic uint64_t stealable[PC_MAX_WORKERS / 64] PC_ALIGNED;
+        _Atomic unsigned searching PC_ALIGNED;
+        _Atomic unsigned nsleeping;
+
         _Atomic int stop_req PC_ALIGNED;
         _Atomic int done;
         _Atomic int running;
@@ -176,6 +215,12 @@ void pc__worker_fini(struct pc_worker *w);
 struct pc_task *pc__task_alloc_slow(struct pc_worker *w);
 void pc__task_free_remote(struct pc_runtime *rt, struct pc_task *t);
 int pc__inject(struct pc_runtime *rt, struct pc_task *t);
+
+/* steal.c */
+struct pc_task *pc__steal(struct pc_worker *w);
+void pc__steal_order_flat(struct pc_runtime *rt, unsigned w, struct pc_steal_order *o);
+void pc__advertise(struct pc_worker *w);
+void pc__unadvertise(struct pc_worker *w);
 
 /* timer.c */
 unsigned pc__timers_expire(struct pc_worker *w, uint64_t now);
@@ -238,6 +283,28 @@ static inline void pc__runq_push(struct pc_runq *rq, struct pc_task *t)
 static inline uint64_t pc__runq_len(const struct pc_runq *rq)
 {
         return (uint64_t)(rq->tail - rq->head) + rq->ovf_len;
+}
+
+/* Queue @t on its own worker: the sticky ring in tpc mode or for sticky
+ * tasks, else the stealable queue (advertised once it holds a surplus). */
+static inline void pc__push_local(struct pc_worker *w, struct pc_task *t)
+{
+        if (likely(!w->elastic) || (t->flags & PC_STICKY)) {
+                pc__runq_push(&w->rq, t);
+                return;
+        }
+        pc__stealq_push(&w->sq, t);
+        if (!w->advertised && pc__stealq_ring_len(&w->sq) >= PC_ADVERTISE_MIN)
+                pc__advertise(w);
+}
+
+static inline uint64_t pc__queued(struct pc_worker *w)
+{
+        uint64_t n = pc__runq_len(&w->rq);
+
+        if (w->elastic)
+                n += pc__stealq_ring_len(&w->sq) + w->sq.ovf_len + (w->batch_n - w->batch_i);
+        return n;
 }
 
 /* Take a task from the worker's free list; never from another worker's. */

@@ -408,6 +408,11 @@ struct pc_worker_stats {
         uint64_t queue_depth; /**< tasks queued locally at the last sample */
         uint64_t busy_ns;    /**< time in iterations that found work */
         uint64_t idle_ns;    /**< time idle: spinning or asleep */
+        /* elastic mode */
+        uint64_t stolen;         /**< tasks this worker stole from others */
+        uint64_t steal_attempts; /**< victims tried */
+        uint64_t steal_failures; /**< tries that took nothing */
+        uint64_t searches;       /**< times it went looking for work */
 };
 
 /**
@@ -416,6 +421,14 @@ struct pc_worker_stats {
  * Returns the number of records written, or -EINVAL. Any thread.
  */
 int pc_stats_snapshot(const struct pc_runtime *rt, struct pc_worker_stats *out, unsigned n);
+
+/**
+ * Copy the steal matrix: @m[src * N + dst] counts tasks worker dst took
+ * from src, for src < N (steals), and for src == N from the global
+ * injector. @m holds (N + 1) * N entries, N = pc_runtime_workers().
+ * Returns 0, -EINVAL, or -ENOSPC when @len is too small. Any thread.
+ */
+int pc_stats_steals(const struct pc_runtime *rt, uint64_t *m, size_t len);
 
 /** Print the per-worker table PERCORE_STATS=1 prints at exit. Any thread. */
 void pc_stats_print(const struct pc_runtime *rt, FILE *f);

@@ -368,6 +368,12 @@ void pc_runtime_destroy(struct pc_runtime *rt)
                         drop_list(t);
                 }
                 drop_list(w->rq.ovf_head);
+                while (pc__stealq_ring_len(&w->sq)) {
+                        struct pc_task *t = pc__stealq_pop(&w->sq);
+                        t->next = NULL;
+                        drop_list(t);
+                }
+                drop_list(w->sq.ovf_head);
                 drop_list(atomic_load(&w->inbox));
                 pc__worker_fini(w);
                 free(w);

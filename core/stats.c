@@ -35,9 +35,31 @@ int pc_stats_snapshot(const struct pc_runtime *rt, struct pc_worker_stats *out, 
                         .queue_depth = LD(s->queue_depth),
                         .busy_ns = LD(s->busy_ns),
                         .idle_ns = LD(s->idle_ns),
+                        .stolen = LD(s->stolen),
+                        .steal_attempts = LD(s->steal_attempts),
+                        .steal_failures = LD(s->steal_failures),
+                        .searches = LD(s->searches),
                 };
         }
         return (int)i;
+}
+
+int pc_stats_steals(const struct pc_runtime *rt, uint64_t *m, size_t len)
+{
+        unsigned n;
+
+        if (rt == NULL || m == NULL)
+                return -EINVAL;
+        n = rt->nworkers;
+        if (len < (size_t)(n + 1) * n)
+                return -ENOSPC;
+        for (unsigned dst = 0; dst < n; dst++) {
+                const struct pc_pub_stats *s = &rt->workers[dst]->stats;
+                for (unsigned src = 0; src < n; src++)
+                        m[src * n + dst] = LD(s->steals_from[src]);
+                m[n * n + dst] = LD(s->tasks_inject);
+        }
+        return 0;
 }
 
 void pc_stats_print(const struct pc_runtime *rt, FILE *f)
@@ -45,18 +67,19 @@ void pc_stats_print(const struct pc_runtime *rt, FILE *f)
         struct pc_worker_stats st[PC_MAX_WORKERS];
         int n = pc_stats_snapshot(rt, st, PC_MAX_WORKERS);
 
-        fprintf(f, "%-6s %4s %12s %10s %10s %8s %10s %10s %8s %8s %6s %7s\n", "worker", "cpu",
-                "tasks", "remote", "injected", "timers", "polled", "iters", "parks",
-                "wakeups", "queue", "busy%");
+        fprintf(f, "%-6s %4s %12s %10s %10s %10s %8s %10s %10s %8s %8s %6s %7s\n", "worker",
+                "cpu", "tasks", "remote", "injected", "stolen", "timers", "polled", "iters",
+                "parks", "wakeups", "queue", "busy%");
         for (int i = 0; i < n; i++) {
                 const struct pc_worker_stats *s = &st[i];
                 uint64_t total = s->busy_ns + s->idle_ns;
                 fprintf(f,
-                        "%-6u %4d %12" PRIu64 " %10" PRIu64 " %10" PRIu64 " %8" PRIu64
+                        "%-6u %4d %12" PRIu64 " %10" PRIu64 " %10" PRIu64 " %10" PRIu64
+                        " %8" PRIu64
                         " %10" PRIu64 " %10" PRIu64 " %8" PRIu64 " %8" PRIu64 " %6" PRIu64
                         " %6.1f%%\n",
                         s->worker, s->cpu, s->tasks_run, s->tasks_remote, s->tasks_inject,
-                        s->timers_fired, s->polls, s->iterations, s->parks, s->wakeups,
+                        s->stolen, s->timers_fired, s->polls, s->iterations, s->parks, s->wakeups,
                         s->queue_depth, total ? 100.0 * (double)s->busy_ns / (double)total : 0.0);
         }
 }

@@ -76,7 +76,7 @@ static int spawn_to(struct pc_worker *self, unsigned dst, struct pc_task *t)
         struct pc_task *head;
 
         if (dst == self->id) {
-                pc__runq_push(&self->rq, t);
+                pc__push_local(self, t);
                 return 0;
         }
         w = rt->workers[dst];
@@ -108,7 +108,7 @@ int pc_spawn(pc_task_fn fn, void *arg)
         t->fn = fn;
         t->arg = arg;
         t->flags = 0;
-        pc__runq_push(&w->rq, t);
+        pc__push_local(w, t);
         return 0;
 }
 
@@ -139,7 +139,7 @@ int pc_spawn_task(struct pc_task *t)
         if (unlikely(t == NULL || t->fn == NULL))
                 return -EINVAL;
         t->owner = PC_OWNER_USER;
-        pc__runq_push(&w->rq, t);
+        pc__push_local(w, t);
         return 0;
 }
 

@@ -40,16 +40,25 @@ int pc__worker_init(struct pc_worker *w, struct pc_runtime *rt, unsigned id, uns
         w->cpu = rt->cpus[id];
         w->inject_countdown = PC_INJECT_EVERY;
         w->rng = splitmix64(rt->cfg.seed ^ ((uint64_t)id << 32)) | 1;
+        w->elastic = rt->cfg.mode == PC_MODE_ELASTIC && rt->nworkers > 1;
+        w->efd = -1;
         w->rq.mask = runq - 1;
         w->rq.slots = calloc(runq, sizeof(*w->rq.slots));
-        if (w->rq.slots == NULL)
+        w->sq.mask = runq - 1;
+        w->sq.slots = calloc(runq, sizeof(*w->sq.slots));
+        if (w->rq.slots == NULL || w->sq.slots == NULL) {
+                free(w->rq.slots);
+                free(w->sq.slots);
                 return -ENOMEM;
+        }
         w->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
         if (w->efd < 0) {
                 int err = -errno;
                 free(w->rq.slots);
+                free(w->sq.slots);
                 return err;
         }
+        pc__steal_order_flat(rt, id, &w->order);
         return 0;
 }
 
@@ -63,6 +72,7 @@ void pc__worker_fini(struct pc_worker *w)
                 free(w->chunks[i]);
         free(w->chunks);
         free(w->rq.slots);
+        free(w->sq.slots);
         if (w->efd >= 0)
                 close(w->efd);
 }
@@ -111,7 +121,7 @@ static unsigned drain_inbox(struct pc_worker *w)
         }
         while (rev) {
                 next = rev->next;
-                pc__runq_push(&w->rq, rev);
+                pc__push_local(w, rev);
                 rev = next;
                 n++;
         }
@@ -153,7 +163,7 @@ static struct pc_task *take_injector(struct pc_worker *w)
         last->next = NULL;
         for (struct pc_task *t = first->next, *next; t; t = next) {
                 next = t->next;
-                pc__runq_push(&w->rq, t);
+                pc__push_local(w, t);
         }
         count(&w->inj_recv, n);
         w->ls.tasks_inject += n;
@@ -185,6 +195,34 @@ static inline void run_task(struct pc_worker *w, struct pc_task *t)
         fn(arg);
 }
 
+/* Elastic mode: take from the sticky and the stealable queue in turn, so
+ * neither can starve the other. */
+static struct pc_task *pop_elastic(struct pc_worker *w)
+{
+        struct pc_task *t;
+
+        w->sticky_turn = !w->sticky_turn;
+        if (w->sticky_turn && (t = pc__runq_pop(&w->rq)) != NULL)
+                return t;
+        if (w->batch_i == w->batch_n) {
+                w->batch_i = 0;
+                w->batch_n = pc__stealq_pop_batch(&w->sq, w->batch, PC_OWNER_BATCH);
+                if (w->advertised && pc__stealq_ring_len(&w->sq) < PC_ADVERTISE_MIN)
+                        pc__unadvertise(w);
+        }
+        t = w->batch_i < w->batch_n ? w->batch[w->batch_i++] : NULL;
+        if (t == NULL)
+                t = pc__runq_pop(&w->rq);
+        return t;
+}
+
+static inline struct pc_task *next_task(struct pc_worker *w)
+{
+        if (likely(!w->elastic))
+                return pc__runq_pop(&w->rq);
+        return pop_elastic(w);
+}
+
 static unsigned run_tasks(struct pc_worker *w)
 {
         unsigned i;
@@ -199,10 +237,10 @@ static unsigned run_tasks(struct pc_worker *w)
                 if (unlikely((++w->tick & (PC_TIMER_EVERY - 1)) == 0) && w->tn)
                         pc__timers_expire(w, pc__now());
                 if (t == NULL)
-                        t = pc__runq_pop(&w->rq);
+                        t = next_task(w);
                 if (unlikely(t == NULL)) {
                         if (drain_inbox(w))
-                                t = pc__runq_pop(&w->rq);
+                                t = next_task(w);
                         else
                                 t = take_injector(w);
                         if (t == NULL)
@@ -243,7 +281,7 @@ static bool work_pending(struct pc_worker *w)
 {
         struct pc_runtime *rt = w->rt;
 
-        if (pc__runq_len(&w->rq) != 0)
+        if (pc__queued(w) != 0)
                 return true;
         if (atomic_load_explicit(&w->inbox, memory_order_seq_cst) != NULL)
                 return true;
@@ -251,6 +289,18 @@ static bool work_pending(struct pc_worker *w)
                 return true;
         if (atomic_load_explicit(&rt->done, memory_order_seq_cst))
                 return true;
+        /* Another worker advertises stealable work: pairs with the seq_cst
+         * bit set in pc__advertise(), which then reads nsleeping. */
+        if (w->elastic && !w->stop_seen) {
+                for (unsigned i = 0; i < PC_MAX_WORKERS / 64; i++) {
+                        uint64_t bits = atomic_load_explicit(&rt->stealable[i],
+                                                             memory_order_seq_cst);
+                        if (i == w->id / 64)
+                                bits &= ~(1ull << (w->id % 64));
+                        if (bits)
+                                return true;
+                }
+        }
         return !w->stop_seen && atomic_load_explicit(&rt->stop_req, memory_order_seq_cst);
 }
 
@@ -259,6 +309,8 @@ static void park(struct pc_worker *w, uint64_t deadline)
 {
         unsigned ok = 0;
 
+        if (w->elastic)
+                atomic_fetch_add_explicit(&w->rt->nsleeping, 1, memory_order_seq_cst);
         atomic_store_explicit(&w->sleeping, 1, memory_order_seq_cst);
         if (work_pending(w))
                 goto out;
@@ -292,6 +344,8 @@ static void park(struct pc_worker *w, uint64_t deadline)
         }
 out:
         atomic_store_explicit(&w->sleeping, 0, memory_order_relaxed);
+        if (w->elastic)
+                atomic_fetch_sub_explicit(&w->rt->nsleeping, 1, memory_order_relaxed);
 }
 
 /* One wave of the four-counter termination check: every worker quiet, and
@@ -367,9 +421,17 @@ static inline void publish(struct pc_worker *w)
         atomic_store_explicit(&s->iterations, l->iterations, memory_order_relaxed);
         atomic_store_explicit(&s->parks, l->parks, memory_order_relaxed);
         atomic_store_explicit(&s->wakeups, l->wakeups, memory_order_relaxed);
-        atomic_store_explicit(&s->queue_depth, pc__runq_len(&w->rq), memory_order_relaxed);
+        atomic_store_explicit(&s->queue_depth, pc__queued(w), memory_order_relaxed);
         atomic_store_explicit(&s->busy_ns, l->busy_ns, memory_order_relaxed);
         atomic_store_explicit(&s->idle_ns, l->idle_ns, memory_order_relaxed);
+        if (w->elastic) {
+                atomic_store_explicit(&s->stolen, l->stolen, memory_order_relaxed);
+                atomic_store_explicit(&s->steal_attempts, l->steal_attempts,
+                                      memory_order_relaxed);
+                atomic_store_explicit(&s->steal_failures, l->steal_failures,
+                                      memory_order_relaxed);
+                atomic_store_explicit(&s->searches, l->searches, memory_order_relaxed);
+        }
 }
 
 void pc__stats_publish(struct pc_worker *w)
@@ -385,6 +447,16 @@ static bool idle(struct pc_worker *w, uint64_t now)
 
         if (unlikely(atomic_load_explicit(&rt->stop_req, memory_order_relaxed)))
                 return idle_stopping(w);
+        if (w->elastic) {
+                struct pc_task *t = pc__steal(w);
+                if (t) {
+                        w->idle_since = 0;
+                        w->last_busy = true;
+                        w->ls.tasks_run++;
+                        run_task(w, t);
+                        return false;
+                }
+        }
         if (w->idle_since == 0)
                 w->idle_since = now;
         if (rt->cfg.idle == PC_IDLE_POLL ||

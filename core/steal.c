@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Elastic mode's work stealing. An idle worker (at most N/2 search at
+ * once) walks its steal order tier by tier; inside a tier it starts at a
+ * random victim and goes round-robin, skipping workers that do not
+ * advertise a surplus. It takes the oldest half of the victim's stealable
+ * queue, at most PERCORE_STEAL_BATCH tasks, in one CAS. A remote tier is
+ * used only when the victim's backlog reaches PERCORE_REMOTE_STEAL_MIN.
+ *
+ * None of this runs in thread-per-core mode.
+ */
+#include <string.h>
+
+#include "pc_core_pvt.h"
+
+/* PERCORE_STEAL_TIERS=flat, and the order before numa/ knows better: one
+ * tier holding every other worker. */
+void pc__steal_order_flat(struct pc_runtime *rt, unsigned w, struct pc_steal_order *o)
+{
+        unsigned n = 0;
+
+        memset(o, 0, sizeof(*o));
+        for (unsigned v = 0; v < rt->nworkers; v++)
+                if (v != w)
+                        o->victims[n++] = (uint16_t)v;
+        o->ntiers = n ? 1 : 0;
+        o->tier_start[0] = 0;
+        o->tier_start[1] = (uint16_t)n;
+}
+
+/* Set our bit, then wake a sleeper if nobody is searching. The seq_cst
+ * RMW pairs with a parking worker's seq_cst read of the bitmap after it
+ * raised its sleeping flag: either it sees our bit and stays up, or we see
+ * it asleep and wake it. */
+void pc__advertise(struct pc_worker *w)
+{
+        struct pc_runtime *rt = w->rt;
+
+        w->advertised = true;
+        atomic_fetch_or_explicit(&rt->stealable[w->id / 64], 1ull << (w->id % 64),
+                                 memory_order_seq_cst);
+        if (atomic_load_explicit(&rt->searching, memory_order_seq_cst) != 0 ||
+            atomic_load_explicit(&rt->nsleeping, memory_order_seq_cst) == 0)
+                return;
+        for (unsigned i = 1; i < rt->nworkers; i++) {
+                struct pc_worker *o = rt->workers[(w->id + i) % rt->nworkers];
+                if (atomic_load_explicit(&o->sleeping, memory_order_seq_cst)) {
+                        pc__wake(o);
+                        return;
+                }
+        }
+}
+
+void pc__unadvertise(struct pc_worker *w)
+{
+        w->advertised = false;
+        atomic_fetch_and_explicit(&w->rt->stealable[w->id / 64], ~(1ull << (w->id % 64)),
+                                  memory_order_relaxed);
+}
+
+static inline bool advertises(struct pc_runtime *rt, unsigned v)
+{
+        return atomic_load_explicit(&rt->stealable[v / 64], memory_order_relaxed) >> (v % 64) &
+               1;
+}
+
+/* Queue the stolen tasks after the first, oldest first, in our own
+ * stealable queue: they stay elastic and can move on again. */
+static void keep_stolen(struct pc_worker *w, struct pc_task **buf, unsigned got)
+{
+        for (unsigned i = 1; i < got; i++)
+                pc__push_local(w, buf[i]);
+}
+
+static struct pc_task *search(struct pc_worker *w)
+{
+        struct pc_runtime *rt = w->rt;
+        const struct pc_steal_order *o = &w->order;
+        struct pc_task *buf[1024];
+        unsigned max = rt->cfg.steal_batch;
+
+        for (unsigned tier = 0; tier < o->ntiers; tier++) {
+                unsigned first = o->tier_start[tier];
+                unsigned cnt = o->tier_start[tier + 1] - first;
+                unsigned start = (unsigned)(pc_random() % cnt);
+
+                for (unsigned k = 0; k < cnt; k++) {
+                        unsigned v = o->victims[first + (start + k) % cnt];
+                        struct pc_stealq *vq = &rt->workers[v]->sq;
+                        unsigned got;
+
+                        if (!advertises(rt, v))
+                                continue;
+                        w->ls.steal_attempts++;
+                        if (o->tier_remote[tier] &&
+                            pc__stealq_ring_len(vq) < rt->cfg.remote_steal_min) {
+                                w->ls.steal_failures++;
+                                continue;
+                        }
+                        got = pc__stealq_steal(vq, buf, max);
+                        if (got == 0) {
+                                w->ls.steal_failures++;
+                                continue;
+                        }
+                        w->ls.stolen += got;
+                        atomic_store_explicit(
+                                &w->stats.steals_from[v],
+                                atomic_load_explicit(&w->stats.steals_from[v],
+                                                     memory_order_relaxed) +
+                                        got,
+                                memory_order_relaxed);
+                        keep_stolen(w, buf, got);
+                        return buf[0];
+                }
+        }
+        return NULL;
+}
+
+struct pc_task *pc__steal(struct pc_worker *w)
+{
+        struct pc_runtime *rt = w->rt;
+        unsigned limit = rt->nworkers / 2 ? rt->nworkers / 2 : 1;
+        struct pc_task *t;
+        uint64_t any = 0;
+
+        /* Cheap first look, so an idle machine does not touch the shared
+         * searcher count on every spin. */
+        for (unsigned i = 0; i < PC_MAX_WORKERS / 64; i++)
+                any |= atomic_load_explicit(&rt->stealable[i], memory_order_relaxed) &
+                       ~(i == w->id / 64 ? 1ull << (w->id % 64) : 0);
+        if (any == 0)
+                return NULL;
+        if (atomic_fetch_add_explicit(&rt->searching, 1, memory_order_seq_cst) >= limit) {
+                atomic_fetch_sub_explicit(&rt->searching, 1, memory_order_relaxed);
+                return NULL;
+        }
+        w->ls.searches++;
+        t = search(w);
+        atomic_fetch_sub_explicit(&rt->searching, 1, memory_order_seq_cst);
+        return t;
+}

@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The stealable queue of elastic mode: a bounded ring with one producer
+ * (the owner) and many consumers (the owner and thieves), all taking the
+ * oldest task first. Indexes are 64-bit and only grow, so a compare-and-
+ * swap on head can never be fooled by wrap-around.
+ *
+ * A consumer reads the slots it wants, then claims them by moving head
+ * with one CAS; if head moved meanwhile the claim fails and nothing was
+ * taken. The owner overwrites a slot only once head has passed it, and it
+ * reads head with acquire, pairing with the thieves' release CAS, so no
+ * thief can be reading a slot the owner is rewriting.
+ *
+ * When the ring is full the owner queues into a private overflow list;
+ * while that list is non-empty every push goes there too, and the owner
+ * moves tasks back into the ring as room appears, so order is kept.
+ */
+#ifndef PC_STEALQ_PVT_H
+#define PC_STEALQ_PVT_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "percore.h"
+
+struct pc_stealq {
+        _Atomic uint64_t head __attribute__((aligned(64))); /* consumers */
+        _Atomic uint64_t tail __attribute__((aligned(64))); /* owner */
+        uint64_t mask;
+        _Atomic(struct pc_task *) *slots;
+        /* owner only */
+        uint64_t seen_head; /* a head value read with acquire, <= head */
+        struct pc_task *ovf_head, *ovf_tail;
+        uint64_t ovf_len;
+};
+
+static inline uint64_t pc__stealq_ring_len(struct pc_stealq *q)
+{
+        uint64_t h = atomic_load_explicit(&q->head, memory_order_acquire);
+        uint64_t t = atomic_load_explicit(&q->tail, memory_order_acquire);
+
+        return t - h;
+}
+
+/* Owner: move overflow tasks into the ring while there is room. */
+static inline void pc__stealq_refill(struct pc_stealq *q)
+{
+        uint64_t t = atomic_load_explicit(&q->tail, memory_order_relaxed);
+        uint64_t h = atomic_load_explicit(&q->head, memory_order_acquire);
+
+        while (q->ovf_head && t - h <= q->mask) {
+                struct pc_task *x = q->ovf_head;
+                q->ovf_head = x->next;
+                q->ovf_len--;
+                atomic_store_explicit(&q->slots[t & q->mask], x, memory_order_relaxed);
+                t++;
+        }
+        if (q->ovf_head == NULL)
+                q->ovf_tail = NULL;
+        atomic_store_explicit(&q->tail, t, memory_order_release);
+}
+
+/* Owner only. */
+static inline void pc__stealq_push(struct pc_stealq *q, struct pc_task *x)
+{
+        uint64_t t = atomic_load_explicit(&q->tail, memory_order_relaxed);
+
+        /* A slot is free once head passed it; an older head read with
+         * acquire proves that for every slot below it, so re-read head
+         * (a line thieves write) only when the ring looks full. */
+        if (t - q->seen_head > q->mask)
+                q->seen_head = atomic_load_explicit(&q->head, memory_order_acquire);
+        if (q->ovf_head == NULL && t - q->seen_head <= q->mask) {
+                atomic_store_explicit(&q->slots[t & q->mask], x, memory_order_relaxed);
+                atomic_store_explicit(&q->tail, t + 1, memory_order_release);
+                return;
+        }
+        x->next = NULL;
+        if (q->ovf_tail)
+                q->ovf_tail->next = x;
+        else
+                q->ovf_head = x;
+        q->ovf_tail = x;
+        q->ovf_len++;
+}
+
+/* Owner only: the oldest task, or NULL. */
+static inline struct pc_task *pc__stealq_pop(struct pc_stealq *q)
+{
+        uint64_t t = atomic_load_explicit(&q->tail, memory_order_relaxed);
+        uint64_t h = atomic_load_explicit(&q->head, memory_order_acquire);
+
+        for (;;) {
+                struct pc_task *x;
+                if (h == t) {
+                        if (q->ovf_head == NULL)
+                                return NULL;
+                        pc__stealq_refill(q);
+                        t = atomic_load_explicit(&q->tail, memory_order_relaxed);
+                        continue;
+                }
+                x = atomic_load_explicit(&q->slots[h & q->mask], memory_order_relaxed);
+                if (atomic_compare_exchange_weak_explicit(&q->head, &h, h + 1,
+                                                          memory_order_acq_rel,
+                                                          memory_order_acquire)) {
+                        if (q->ovf_head)
+                                pc__stealq_refill(q);
+                        return x;
+                }
+        }
+}
+
+/*
+ * Owner: claim the oldest tasks, at most @max and at most half of the ring
+ * (rounded up), into @out with one CAS, so the owner pays one atomic per
+ * batch instead of per task while thieves can still take the other half.
+ */
+static inline unsigned pc__stealq_pop_batch(struct pc_stealq *q, struct pc_task **out,
+                                            unsigned max)
+{
+        uint64_t t = atomic_load_explicit(&q->tail, memory_order_relaxed);
+        uint64_t h = atomic_load_explicit(&q->head, memory_order_acquire);
+
+        for (;;) {
+                uint64_t len, n;
+                if (h == t) {
+                        if (q->ovf_head == NULL)
+                                return 0;
+                        pc__stealq_refill(q);
+                        t = atomic_load_explicit(&q->tail, memory_order_relaxed);
+                        continue;
+                }
+                len = t - h;
+                n = len - len / 2;
+                if (n > max)
+                        n = max;
+                for (uint64_t i = 0; i < n; i++)
+                        out[i] = atomic_load_explicit(&q->slots[(h + i) & q->mask],
+                                                      memory_order_relaxed);
+                if (atomic_compare_exchange_weak_explicit(&q->head, &h, h + n,
+                                                          memory_order_acq_rel,
+                                                          memory_order_acquire)) {
+                        if (q->ovf_head)
+                                pc__stealq_refill(q);
+                        return (unsigned)n;
+                }
+        }
+}
+
+/*
+ * Thief: claim the oldest half of the ring, at most @max tasks, into @out
+ * in one CAS. Returns how many were taken (0 if the ring was empty).
+ */
+static inline unsigned pc__stealq_steal(struct pc_stealq *q, struct pc_task **out, unsigned max)
+{
+        uint64_t h = atomic_load_explicit(&q->head, memory_order_acquire);
+
+        for (int tries = 0; tries < 8; tries++) {
+                uint64_t t = atomic_load_explicit(&q->tail, memory_order_acquire);
+                uint64_t len = t - h, n;
+
+                /* head was read before tail, so len can only be too large by
+                 * what other consumers took since: the CAS catches that. */
+                if ((int64_t)len <= 0)
+                        return 0;
+                n = len - len / 2;
+                if (n > max)
+                        n = max;
+                for (uint64_t i = 0; i < n; i++)
+                        out[i] = atomic_load_explicit(&q->slots[(h + i) & q->mask],
+                                                      memory_order_relaxed);
+                if (atomic_compare_exchange_strong_explicit(&q->head, &h, h + n,
+                                                            memory_order_acq_rel,
+                                                            memory_order_acquire))
+                        return (unsigned)n;
+        }
+        return 0;
+}
+
+#endif
