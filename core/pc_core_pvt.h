@@ -205,6 +205,27 @@ struct pc_runtime {
 /* The calling thread's worker, NULL off-worker. */
 extern __thread struct pc_worker *pc__self;
 
+/*
+ * Quiescence accounting for modules that carry work between workers
+ * outside the task inboxes (shard/ mailboxes): count a message as sent
+ * when it is accepted (ring or overflow) and as received when it is taken.
+ * Stopping ends only once every worker's counts balance. Calling worker
+ * only.
+ */
+static inline void pc__count_sent(struct pc_worker *w, uint64_t n)
+{
+        atomic_store_explicit(&w->sent,
+                              atomic_load_explicit(&w->sent, memory_order_relaxed) + n,
+                              memory_order_relaxed);
+}
+
+static inline void pc__count_recv(struct pc_worker *w, uint64_t n)
+{
+        atomic_store_explicit(&w->recv,
+                              atomic_load_explicit(&w->recv, memory_order_relaxed) + n,
+                              memory_order_relaxed);
+}
+
 /* worker.c */
 void pc__worker_loop(struct pc_worker *w);
 void pc__wake(struct pc_worker *w);

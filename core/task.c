@@ -86,9 +86,7 @@ static int spawn_to(struct pc_worker *self, unsigned dst, struct pc_task *t)
         } while (!atomic_compare_exchange_weak_explicit(&w->inbox, &head, t,
                                                         memory_order_seq_cst,
                                                         memory_order_relaxed));
-        atomic_store_explicit(&self->sent,
-                              atomic_load_explicit(&self->sent, memory_order_relaxed) + 1,
-                              memory_order_relaxed);
+        pc__count_sent(self, 1);
         pc__wake(w);
         return 0;
 }

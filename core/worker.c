@@ -125,7 +125,7 @@ static unsigned drain_inbox(struct pc_worker *w)
                 rev = next;
                 n++;
         }
-        count(&w->recv, n);
+        pc__count_recv(w, n);
         w->ls.tasks_remote += n;
         return n;
 }
