@@ -27,6 +27,7 @@ struct suite {
 
 static const struct suite suites[] = {
         {"spawn", suite_spawn, "local spawn+run throughput per worker"},
+        {"imbalance", suite_imbalance, "makespan of uneven work, skewed and balanced"},
 };
 #define NSUITES (sizeof(suites) / sizeof(suites[0]))
 
