@@ -176,8 +176,31 @@ _Static_assert(offsetof(struct pc_worker, sleeping) - offsetof(struct pc_worker,
                        PC_CACHE_LINE,
                "sleep flag on its own line");
 
+struct pc_runtime;
+
+/*
+ * How worker threads come to be. The default starts pthreads pinned to
+ * each worker's CPU; a backend such as DPDK's replaces it so that worker i
+ * is EAL lcore i. In both, the thread calling pc_runtime_run() is worker 0.
+ */
+struct pc__launcher {
+        const char *name;
+        /* Make the calling thread worker 0 for this run (pin it). */
+        int (*enter)(struct pc_runtime *rt);
+        /* Start worker w (w > 0): it must call pc__worker_main(w). */
+        int (*launch)(struct pc_runtime *rt, struct pc_worker *w);
+        /* Wait until a launched worker returned. */
+        void (*join)(struct pc_runtime *rt, struct pc_worker *w);
+        /* Undo enter() on the calling thread. */
+        void (*leave)(struct pc_runtime *rt);
+        /* At destroy; may be NULL. */
+        void (*fini)(struct pc_runtime *rt);
+};
+
 struct pc_runtime {
         struct pc_config cfg;
+        const struct pc__launcher *launcher;
+        void *launcher_ctx;
         char *cpus_str, *sysfs_root_str, *eal_args_str; /* owned copies */
         unsigned nworkers;
         int cpus[PC_MAX_WORKERS];
@@ -225,6 +248,10 @@ static inline void pc__count_recv(struct pc_worker *w, uint64_t n)
                               atomic_load_explicit(&w->recv, memory_order_relaxed) + n,
                               memory_order_relaxed);
 }
+
+/* runtime.c: a launched worker thread's body (names the thread, runs the
+ * loop). */
+void pc__worker_main(struct pc_worker *w);
 
 /* worker.c */
 void pc__worker_loop(struct pc_worker *w);

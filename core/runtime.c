@@ -109,6 +109,99 @@ static int choose_cpus(struct pc_runtime *rt, char *err, size_t errlen)
         return 0;
 }
 
+void pc__worker_main(struct pc_worker *w)
+{
+        char name[16];
+
+        snprintf(name, sizeof(name), "pc-worker-%u", w->id);
+        pthread_setname_np(pthread_self(), name);
+        pc__worker_loop(w);
+}
+
+/* ---- the default launcher: pinned pthreads ------------------------------ */
+
+struct pthread_ctx {
+        cpu_set_t saved_mask;
+        char saved_name[16];
+};
+
+static void *pthread_body(void *arg)
+{
+        pc__worker_main(arg);
+        return NULL;
+}
+
+static int pthread_enter(struct pc_runtime *rt)
+{
+        struct pthread_ctx *c = rt->launcher_ctx;
+        cpu_set_t set;
+        int rc;
+
+        c->saved_name[0] = '\0';
+        pthread_getname_np(pthread_self(), c->saved_name, sizeof(c->saved_name));
+        sched_getaffinity(0, sizeof(c->saved_mask), &c->saved_mask);
+        if (rt->cfg.pin) {
+                CPU_ZERO(&set);
+                CPU_SET(rt->cpus[0], &set);
+                rc = -pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+                if (rc) {
+                        pc_log(PC_LOG_ERROR, "cannot pin worker 0 to CPU %d: %s", rt->cpus[0],
+                               pc_strerror(rc));
+                        return rc;
+                }
+        }
+        pthread_setname_np(pthread_self(), "pc-worker-0");
+        return 0;
+}
+
+static int pthread_launch(struct pc_runtime *rt, struct pc_worker *w)
+{
+        pthread_attr_t attr;
+        cpu_set_t set;
+        int rc;
+
+        pthread_attr_init(&attr);
+        if (rt->cfg.pin) {
+                CPU_ZERO(&set);
+                CPU_SET(w->cpu, &set);
+                pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
+        }
+        rc = pthread_create(&w->thread, &attr, pthread_body, w);
+        pthread_attr_destroy(&attr);
+        return -rc;
+}
+
+static void pthread_join_worker(struct pc_runtime *rt, struct pc_worker *w)
+{
+        (void)rt;
+        pthread_join(w->thread, NULL);
+}
+
+static void pthread_leave(struct pc_runtime *rt)
+{
+        struct pthread_ctx *c = rt->launcher_ctx;
+
+        if (rt->cfg.pin)
+                pthread_setaffinity_np(pthread_self(), sizeof(c->saved_mask), &c->saved_mask);
+        if (c->saved_name[0])
+                pthread_setname_np(pthread_self(), c->saved_name);
+}
+
+static void pthread_fini(struct pc_runtime *rt)
+{
+        free(rt->launcher_ctx);
+        rt->launcher_ctx = NULL;
+}
+
+static const struct pc__launcher pthread_launcher = {
+        .name = "pthread",
+        .enter = pthread_enter,
+        .launch = pthread_launch,
+        .join = pthread_join_worker,
+        .leave = pthread_leave,
+        .fini = pthread_fini,
+};
+
 int pc_runtime_create(const struct pc_config *cfg, struct pc_runtime **out)
 {
         struct pc_runtime *rt;
@@ -153,6 +246,12 @@ int pc_runtime_create(const struct pc_config *cfg, struct pc_runtime **out)
                 rc = -ENOMEM;
                 goto fail;
         }
+        rt->launcher = &pthread_launcher;
+        rt->launcher_ctx = calloc(1, sizeof(struct pthread_ctx));
+        if (rt->launcher_ctx == NULL) {
+                rc = -ENOMEM;
+                goto fail;
+        }
         for (unsigned i = 0; i < rt->nworkers; i++) {
                 struct pc_worker *w = aligned_alloc(PC_CACHE_LINE, sizeof(*w));
                 if (w == NULL) {
@@ -176,36 +275,6 @@ fail:
         return rc;
 }
 
-static void *worker_main(void *arg)
-{
-        struct pc_worker *w = arg;
-        char name[16];
-
-        snprintf(name, sizeof(name), "pc-worker-%u", w->id);
-        pthread_setname_np(pthread_self(), name);
-        pc__worker_loop(w);
-        return NULL;
-}
-
-static int start_thread(struct pc_runtime *rt, struct pc_worker *w)
-{
-        pthread_attr_t attr;
-        cpu_set_t set;
-        int rc;
-
-        pthread_attr_init(&attr);
-        if (rt->cfg.pin) {
-                CPU_ZERO(&set);
-                CPU_SET(w->cpu, &set);
-                pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
-        }
-        rc = pthread_create(&w->thread, &attr, worker_main, w);
-        pthread_attr_destroy(&attr);
-        if (rc == 0)
-                w->thread_started = true;
-        return -rc;
-}
-
 /* Ask started workers to leave at once (nothing was queued yet) and join. */
 static void abort_start(struct pc_runtime *rt)
 {
@@ -215,7 +284,7 @@ static void abort_start(struct pc_runtime *rt)
                 pc__wake(rt->workers[i]);
         for (unsigned i = 1; i < rt->nworkers; i++) {
                 if (rt->workers[i]->thread_started)
-                        pthread_join(rt->workers[i]->thread, NULL);
+                        rt->launcher->join(rt, rt->workers[i]);
                 rt->workers[i]->thread_started = false;
         }
 }
@@ -223,8 +292,7 @@ static void abort_start(struct pc_runtime *rt)
 int pc_runtime_run(struct pc_runtime *rt, pc_task_fn main_fn, void *arg)
 {
         struct pc_worker *w0;
-        cpu_set_t saved_mask, set;
-        char saved_name[16] = "";
+        bool entered = false;
         int rc = 0;
 
         if (rt == NULL || main_fn == NULL)
@@ -241,42 +309,36 @@ int pc_runtime_run(struct pc_runtime *rt, pc_task_fn main_fn, void *arg)
         }
 
         for (unsigned i = 1; i < rt->nworkers && rc == 0; i++) {
-                rc = start_thread(rt, rt->workers[i]);
+                struct pc_worker *w = rt->workers[i];
+                rc = rt->launcher->launch(rt, w);
                 if (rc)
-                        pc_log(PC_LOG_ERROR, "cannot start worker %u on CPU %d: %s", i,
-                               rt->workers[i]->cpu, pc_strerror(rc));
-        }
-        pthread_getname_np(pthread_self(), saved_name, sizeof(saved_name));
-        sched_getaffinity(0, sizeof(saved_mask), &saved_mask);
-        if (rc == 0 && rt->cfg.pin) {
-                CPU_ZERO(&set);
-                CPU_SET(w0->cpu, &set);
-                rc = -pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-                if (rc)
-                        pc_log(PC_LOG_ERROR, "cannot pin worker 0 to CPU %d: %s", w0->cpu,
+                        pc_log(PC_LOG_ERROR, "cannot start worker %u on CPU %d: %s", i, w->cpu,
                                pc_strerror(rc));
+                else
+                        w->thread_started = true;
+        }
+        if (rc == 0) {
+                rc = rt->launcher->enter(rt);
+                entered = rc == 0;
         }
         if (rc) {
                 abort_start(rt);
                 goto out;
         }
-        pthread_setname_np(pthread_self(), "pc-worker-0");
 
         pc_task_init(&rt->main_task, main_fn, arg, PC_STICKY);
         pc__runq_push(&w0->rq, &rt->main_task);
         pc__worker_loop(w0);
 
         for (unsigned i = 1; i < rt->nworkers; i++) {
-                pthread_join(rt->workers[i]->thread, NULL);
+                rt->launcher->join(rt, rt->workers[i]);
                 rt->workers[i]->thread_started = false;
         }
         if (rt->cfg.stats)
                 pc_stats_print(rt, stderr);
 out:
-        if (rt->cfg.pin)
-                pthread_setaffinity_np(pthread_self(), sizeof(saved_mask), &saved_mask);
-        if (saved_name[0])
-                pthread_setname_np(pthread_self(), saved_name);
+        if (entered)
+                rt->launcher->leave(rt);
         /* A stop applies to one run; the next run starts afresh. */
         atomic_store(&rt->stop_req, 0);
         atomic_store(&rt->done, 0);
@@ -357,6 +419,8 @@ void pc_runtime_destroy(struct pc_runtime *rt)
                         signals_installed = false;
                 }
         }
+        if (rt->launcher && rt->launcher->fini)
+                rt->launcher->fini(rt);
         drop_list(rt->inj_head);
         for (unsigned i = 0; i < rt->nworkers; i++) {
                 struct pc_worker *w = rt->workers[i];
