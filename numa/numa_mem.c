@@ -49,7 +49,7 @@ void *pc_numa_alloc(size_t size, int node)
                 unsigned long mask[PC_TOPO_MAX_NODES / (8 * sizeof(unsigned long))] = {0};
 
                 mask[(unsigned)node / (8 * sizeof(unsigned long))] |=
-                        1ul << ((unsigned)node % (8 * sizeof(unsigned long)));
+                    1ul << ((unsigned)node % (8 * sizeof(unsigned long)));
                 if (mbind(p, size, MPOL_PREFERRED, mask, PC_TOPO_MAX_NODES + 1, 0) != 0)
                         pc_log(PC_LOG_DEBUG, "numa: cannot prefer node %d: %s", node,
                                pc_strerror(-errno));

@@ -52,10 +52,10 @@ struct pc_topo_cpu {
 
 /** One NUMA node. */
 struct pc_topo_node {
-        int id;                            /**< the kernel's node id */
-        bool has_memory;                   /**< false for a CPU-only node */
-        unsigned ncpus;                    /**< online CPUs on it */
-        uint64_t cpus[PC_CPUSET_WORDS];    /**< those CPUs, as a bitmap */
+        int id;                         /**< the kernel's node id */
+        bool has_memory;                /**< false for a CPU-only node */
+        unsigned ncpus;                 /**< online CPUs on it */
+        uint64_t cpus[PC_CPUSET_WORDS]; /**< those CPUs, as a bitmap */
 };
 
 /**
@@ -65,14 +65,14 @@ struct pc_topo_node {
  * their lowest CPU.
  */
 struct pc_topo {
-        unsigned ncpus;            /**< entries in cpu[]: highest CPU + 1 */
+        unsigned ncpus; /**< entries in cpu[]: highest CPU + 1 */
         struct pc_topo_cpu *cpu;
-        unsigned nonline;          /**< online CPUs */
-        unsigned nusable;          /**< usable CPUs */
-        unsigned ncores;           /**< physical cores with an online CPU */
-        unsigned npackages;        /**< packages with an online CPU */
-        unsigned nl3;              /**< L3 caches; 0 when none is known */
-        unsigned nnodes;           /**< entries in node[] */
+        unsigned nonline;   /**< online CPUs */
+        unsigned nusable;   /**< usable CPUs */
+        unsigned ncores;    /**< physical cores with an online CPU */
+        unsigned npackages; /**< packages with an online CPU */
+        unsigned nl3;       /**< L3 caches; 0 when none is known */
+        unsigned nnodes;    /**< entries in node[] */
         struct pc_topo_node *node;
         /** nnodes x nnodes SLIT: distance[i * nnodes + j], 10 = local. */
         uint8_t *distance;
@@ -212,8 +212,8 @@ struct pc_steal_order {
  * Errors: -EINVAL (NULL, @nworkers 0 or > PC_MAX_WORKERS, @w >= @nworkers,
  * a worker CPU that is not online in @t). Any thread.
  */
-int pc_topo_steal_tiers(const struct pc_topo *t, const int *worker_cpus, unsigned nworkers,
-                        unsigned w, struct pc_steal_order *out);
+int pc_topo_steal_tiers(const struct pc_topo *t, const int *worker_cpus,
+                        unsigned nworkers, unsigned w, struct pc_steal_order *out);
 
 /** Name of a tier kind ("cache", "node", "package", "remote"). */
 const char *pc_topo_tier_name(enum pc_tier_kind kind);
@@ -230,9 +230,11 @@ const char *pc_topo_tier_name(enum pc_tier_kind kind);
 int pc_topo_format(const struct pc_topo *t, FILE *f, bool json);
 
 /**
- * Print the worker -> CPU -> node map and every worker's steal tiers for
- * @nworkers workers on @worker_cpus; a table, or one JSON object when
- * @json. Returns 0, -EINVAL (as pc_topo_steal_tiers()) or -EIO. Any thread.
+ * Print the worker -> lcore -> CPU -> node map and every worker's steal
+ * tiers for @nworkers workers on @worker_cpus; a table, or a JSON array of
+ * one object per worker when @json. Nothing is printed when an argument
+ * is bad. Returns 0, -EINVAL (as pc_topo_steal_tiers()) or -EIO. Any
+ * thread.
  */
 int pc_topo_format_workers(const struct pc_topo *t, const int *worker_cpus,
                            unsigned nworkers, FILE *f, bool json);

@@ -12,17 +12,19 @@
 #include "pc_topo.h"
 
 static const char usage[] =
-        "usage: percore-topo [options]\n"
-        "  --root DIR          read the sysfs tree DIR (default $PERCORE_SYSFS_ROOT or /sys)\n"
-        "  --hwloc [SRC]       load through hwloc: this machine, an XML file (*.xml),\n"
-        "                      or a synthetic description (\"pack:2 numa:1 core:4 pu:2\")\n"
-        "  --workers N         workers to place, 1..128 (default: one per usable CPU)\n"
-        "  --placement P       compact or spread (default $PERCORE_PLACEMENT or compact)\n"
-        "  --cpus LIST         usable CPUs, like 0-3,8 (default: this process's affinity\n"
-        "                      for this machine, every online CPU for a tree or hwloc source)\n"
-        "  --no-pin            allow more workers than CPUs (placement wraps around)\n"
-        "  --json              one JSON object instead of tables\n"
-        "  --help              this text\n";
+    "usage: percore-topo [options]\n"
+    "  --root DIR          read the sysfs tree DIR (default $PERCORE_SYSFS_ROOT or "
+    "/sys)\n"
+    "  --hwloc [SRC]       load through hwloc: this machine, an XML file (*.xml),\n"
+    "                      or a synthetic description (\"pack:2 numa:1 core:4 pu:2\")\n"
+    "  --workers N         workers to place, 1..128 (default: one per usable CPU)\n"
+    "  --placement P       compact or spread (default $PERCORE_PLACEMENT or compact)\n"
+    "  --cpus LIST         usable CPUs, like 0-3,8 (default: this process's affinity\n"
+    "                      for this machine, every online CPU for a tree or hwloc "
+    "source)\n"
+    "  --no-pin            allow more workers than CPUs (placement wraps around)\n"
+    "  --json              one JSON object instead of tables\n"
+    "  --help              this text\n";
 
 struct opts {
         const char *root;
@@ -64,11 +66,13 @@ static int parse_args(int argc, char **argv, struct opts *o)
         if (o->root == NULL || o->root[0] == '\0')
                 o->root = "/sys";
         if (src && strcmp(src, "hwloc") != 0 && strcmp(src, "sysfs") != 0)
-                return bad_usage("PERCORE_TOPOLOGY='%s' is not valid: sysfs or hwloc", src);
+                return bad_usage("PERCORE_TOPOLOGY='%s' is not valid: sysfs or hwloc",
+                                 src);
         o->hwloc = src && strcmp(src, "hwloc") == 0;
         o->pin = true;
         if (env && parse_placement(env, &o->placement) != 0)
-                return bad_usage("PERCORE_PLACEMENT='%s' is not valid: compact or spread", env);
+                return bad_usage("PERCORE_PLACEMENT='%s' is not valid: compact or spread",
+                                 env);
 
         for (int i = 1; i < argc; i++) {
                 const char *a = argv[i];
@@ -98,14 +102,15 @@ static int parse_args(int argc, char **argv, struct opts *o)
                                 o->cpus = v;
                         } else if (strcmp(a, "--placement") == 0) {
                                 if (parse_placement(v, &o->placement) != 0)
-                                        return bad_usage("--placement '%s': use compact or spread",
-                                                         v);
+                                        return bad_usage(
+                                            "--placement '%s': use compact or spread", v);
                         } else {
                                 char *end;
                                 unsigned long n = strtoul(v, &end, 10);
                                 if (v[0] < '0' || v[0] > '9' || *end || n < 1 ||
                                     n > PC_MAX_WORKERS)
-                                        return bad_usage("--workers '%s': expected 1 to 128", v);
+                                        return bad_usage(
+                                            "--workers '%s': expected 1 to 128", v);
                                 o->workers = (unsigned)n;
                         }
                 } else {
@@ -133,7 +138,8 @@ int main(int argc, char **argv)
                                : strcmp(o.root, "/sys") == 0;
         if (o.cpus) {
                 if (pc_cpulist_parse(o.cpus, allowed, PC_MAX_CPUS) < 0)
-                        return bad_usage("--cpus '%s' is not a CPU list like 0-3,8", o.cpus);
+                        return bad_usage("--cpus '%s' is not a CPU list like 0-3,8",
+                                         o.cpus);
                 allowp = allowed;
         } else if (this_machine && pc_topo_affinity(allowed) > 0) {
                 allowp = allowed;
@@ -156,10 +162,12 @@ int main(int argc, char **argv)
         }
         rc = pc_topo_place(t, o.workers, o.placement, o.pin, cpus);
         if (rc) {
-                fprintf(stderr, "percore-topo: cannot place %u workers on %u usable CPUs: %s%s\n",
+                fprintf(stderr,
+                        "percore-topo: cannot place %u workers on %u usable CPUs: %s%s\n",
                         o.workers, t->nusable, pc_strerror(rc),
-                        rc == -EINVAL && o.pin ? " (--no-pin allows more workers than CPUs)"
-                                                : "");
+                        rc == -EINVAL && o.pin
+                            ? " (--no-pin allows more workers than CPUs)"
+                            : "");
                 pc_topo_free(t);
                 return 1;
         }

@@ -55,7 +55,8 @@ static bool same_node_l3(const struct pc_topo_cpu *a, const struct pc_topo_cpu *
 /* Spread's position of usable CPU @c within its node: the node's CPUs of
  * the same thread rank, dealt one per L3 in turn (first of every L3, then
  * second of every L3...), so a node's workers spread over its caches. */
-static int node_slot(const struct pc_topo *t, const int *prank, const int *l3rank, unsigned c)
+static int node_slot(const struct pc_topo *t, const int *prank, const int *l3rank,
+                     unsigned c)
 {
         const struct pc_topo_cpu *p = &t->cpu[c];
         int r = 0;
@@ -66,7 +67,8 @@ static int node_slot(const struct pc_topo *t, const int *prank, const int *l3ran
                 if (o == c || !q->usable || q->node != p->node || prank[o] != prank[c])
                         continue;
                 if (l3rank[o] < l3rank[c] ||
-                    (l3rank[o] == l3rank[c] && (q->l3 < p->l3 || (q->l3 == p->l3 && o < c))))
+                    (l3rank[o] == l3rank[c] &&
+                     (q->l3 < p->l3 || (q->l3 == p->l3 && o < c))))
                         r++;
         }
         return r;
@@ -196,8 +198,8 @@ static int tier_key(const struct pc_topo *t, const struct pc_topo_cpu *me,
         return (int)kind * 256 + d;
 }
 
-int pc_topo_steal_tiers(const struct pc_topo *t, const int *worker_cpus, unsigned nworkers,
-                        unsigned w, struct pc_steal_order *out)
+int pc_topo_steal_tiers(const struct pc_topo *t, const int *worker_cpus,
+                        unsigned nworkers, unsigned w, struct pc_steal_order *out)
 {
         int keys[PC_MAX_WORKERS], distinct[PC_MAX_WORKERS];
         unsigned ndistinct = 0, n = 0;
@@ -233,7 +235,8 @@ int pc_topo_steal_tiers(const struct pc_topo *t, const int *worker_cpus, unsigne
                 out->tier_distance[i] = (uint8_t)(distinct[i] % 256);
                 for (unsigned v = 0; v < nworkers; v++) {
                         bool last = i + 1 == out->ntiers;
-                        if (v != w && (keys[v] == distinct[i] || (last && keys[v] > distinct[i])))
+                        if (v != w &&
+                            (keys[v] == distinct[i] || (last && keys[v] > distinct[i])))
                                 out->victims[n++] = (uint16_t)v;
                 }
         }

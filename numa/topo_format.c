@@ -31,8 +31,8 @@ static void json_string(FILE *f, const char *s)
         fputc('"', f);
 }
 
-static void set_of(const struct pc_topo *t, bool (*in)(const struct pc_topo_cpu *, int), int arg,
-                   uint64_t *set)
+static void set_of(const struct pc_topo *t, bool (*in)(const struct pc_topo_cpu *, int),
+                   int arg, uint64_t *set)
 {
         for (unsigned w = 0; w < PC_CPUSET_WORDS; w++)
                 set[w] = 0;
@@ -77,26 +77,30 @@ static void format_json(const struct pc_topo *t, FILE *f, char *list)
         set_of(t, is_usable, 0, set);
         pc_cpulist_format(set, t->ncpus, list, LIST_MAX);
         fprintf(f, ",\"usable\":\"%s\"", list);
-        fprintf(f, ",\"counts\":{\"cpus\":%u,\"online\":%u,\"usable\":%u,\"cores\":%u,"
-                   "\"packages\":%u,\"l3\":%u,\"nodes\":%u}",
+        fprintf(f,
+                ",\"counts\":{\"cpus\":%u,\"online\":%u,\"usable\":%u,\"cores\":%u,"
+                "\"packages\":%u,\"l3\":%u,\"nodes\":%u}",
                 t->ncpus, t->nonline, t->nusable, t->ncores, t->npackages, t->nl3, nn);
         fprintf(f, ",\"cpus\":[");
         for (unsigned c = 0, first = 1; c < t->ncpus; c++) {
                 const struct pc_topo_cpu *p = &t->cpu[c];
                 if (!p->online)
                         continue;
-                fprintf(f, "%s{\"cpu\":%d,\"usable\":%s,\"package\":%d,\"die\":%d,\"core\":%d,"
-                           "\"core_id\":%d,\"smt_rank\":%d,\"l3\":%d,\"node\":%d}",
-                        first ? "" : ",", p->cpu, p->usable ? "true" : "false", p->package,
-                        p->die, p->core, p->core_id, p->smt_rank, p->l3, p->node);
+                fprintf(
+                    f,
+                    "%s{\"cpu\":%d,\"usable\":%s,\"package\":%d,\"die\":%d,\"core\":%d,"
+                    "\"core_id\":%d,\"smt_rank\":%d,\"l3\":%d,\"node\":%d}",
+                    first ? "" : ",", p->cpu, p->usable ? "true" : "false", p->package,
+                    p->die, p->core, p->core_id, p->smt_rank, p->l3, p->node);
                 first = 0;
         }
         fprintf(f, "],\"nodes\":[");
         for (unsigned i = 0; i < nn; i++) {
                 pc_cpulist_format(t->node[i].cpus, PC_MAX_CPUS, list, LIST_MAX);
-                fprintf(f, "%s{\"id\":%d,\"has_memory\":%s,\"cpus\":\"%s\",\"distance\":[",
-                        i ? "," : "", t->node[i].id, t->node[i].has_memory ? "true" : "false",
-                        list);
+                fprintf(f,
+                        "%s{\"id\":%d,\"has_memory\":%s,\"cpus\":\"%s\",\"distance\":[",
+                        i ? "," : "", t->node[i].id,
+                        t->node[i].has_memory ? "true" : "false", list);
                 for (unsigned j = 0; j < nn; j++)
                         fprintf(f, "%s%u", j ? "," : "", t->distance[i * nn + j]);
                 fprintf(f, "]}");
@@ -123,19 +127,20 @@ static void format_table(const struct pc_topo *t, FILE *f, char *list)
         set_of(t, is_usable, 0, set);
         pc_cpulist_format(set, t->ncpus, list, LIST_MAX);
         fprintf(f, "usable: %u CPUs (%s)\n", t->nusable, list);
-        fprintf(f, "%u packages, %u nodes, %u L3 caches, %u cores\n\n", t->npackages, nn,
-                t->nl3, t->ncores);
+        fprintf(f, "packages: %u, nodes: %u, L3 caches: %u, cores: %u\n\n", t->npackages,
+                nn, t->nl3, t->ncores);
 
-        fprintf(f, "%5s %6s %7s %4s %5s %7s %4s %4s %5s\n", "cpu", "usable", "package", "die",
-                "core", "core_id", "smt", "l3", "node");
+        fprintf(f, "%5s %6s %7s %4s %5s %7s %4s %4s %5s\n", "cpu", "usable", "package",
+                "die", "core", "core_id", "smt", "l3", "node");
         for (unsigned c = 0; c < t->ncpus; c++) {
                 const struct pc_topo_cpu *p = &t->cpu[c];
                 if (!p->online) {
                         fprintf(f, "%5u offline\n", c);
                         continue;
                 }
-                fprintf(f, "%5d %6s %7d %4d %5d %7d %4d %4d %5d\n", p->cpu, yes(p->usable),
-                        p->package, p->die, p->core, p->core_id, p->smt_rank, p->l3, p->node);
+                fprintf(f, "%5d %6s %7d %4d %5d %7d %4d %4d %5d\n", p->cpu,
+                        yes(p->usable), p->package, p->die, p->core, p->core_id,
+                        p->smt_rank, p->l3, p->node);
         }
 
         fprintf(f, "\n%5s %6s  %s\n", "node", "memory", "cpus");
@@ -193,29 +198,33 @@ int pc_topo_format_workers(const struct pc_topo *t, const int *worker_cpus,
         if (json)
                 fprintf(f, "[");
         else
-                fprintf(f, "%6s %5s %5s %4s %7s %4s  %s\n", "worker", "lcore", "cpu", "node",
-                        "package", "l3", "steal tiers (nearest first)");
+                fprintf(f, "%6s %5s %5s %4s %7s %4s  %s\n", "worker", "lcore", "cpu",
+                        "node", "package", "l3", "steal tiers (nearest first)");
         for (unsigned w = 0; w < nworkers; w++) {
                 const struct pc_topo_cpu *p = &t->cpu[worker_cpus[w]];
 
                 pc_topo_steal_tiers(t, worker_cpus, nworkers, w, &o);
                 if (json)
-                        fprintf(f, "%s{\"worker\":%u,\"lcore\":%u,\"cpu\":%d,\"node\":%d,"
-                                   "\"package\":%d,\"l3\":%d,\"tiers\":[",
+                        fprintf(f,
+                                "%s{\"worker\":%u,\"lcore\":%u,\"cpu\":%d,\"node\":%d,"
+                                "\"package\":%d,\"l3\":%d,\"tiers\":[",
                                 w ? "," : "", w, w, p->cpu, p->node, p->package, p->l3);
                 else
                         fprintf(f, "%6u %5u %5d %4d %7d %4d ", w, w, p->cpu, p->node,
                                 p->package, p->l3);
                 for (unsigned i = 0; i < o.ntiers; i++) {
-                        const char *name = pc_topo_tier_name((enum pc_tier_kind)o.tier_kind[i]);
+                        const char *name =
+                            pc_topo_tier_name((enum pc_tier_kind)o.tier_kind[i]);
 
                         if (json)
-                                fprintf(f, "%s{\"kind\":\"%s\",\"distance\":%u,\"victims\":[",
-                                        i ? "," : "", name, o.tier_distance[i]);
+                                fprintf(
+                                    f, "%s{\"kind\":\"%s\",\"distance\":%u,\"victims\":[",
+                                    i ? "," : "", name, o.tier_distance[i]);
                         else
                                 fprintf(f, " %s(%u):", name, o.tier_distance[i]);
                         for (unsigned k = o.tier_start[i]; k < o.tier_start[i + 1]; k++)
-                                fprintf(f, "%s%u", k > o.tier_start[i] ? "," : "", o.victims[k]);
+                                fprintf(f, "%s%u", k > o.tier_start[i] ? "," : "",
+                                        o.victims[k]);
                         if (json)
                                 fprintf(f, "]}");
                 }

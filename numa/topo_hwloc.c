@@ -28,7 +28,8 @@ static int ancestor_index(hwloc_topology_t topo, hwloc_obj_t pu, hwloc_obj_type_
 
         if (o == NULL)
                 return -1;
-        return o->os_index != HWLOC_UNKNOWN_INDEX ? (int)o->os_index : (int)o->logical_index;
+        return o->os_index != HWLOC_UNKNOWN_INDEX ? (int)o->os_index
+                                                  : (int)o->logical_index;
 }
 
 /* The group representative the common code wants: the first PU of the
@@ -69,7 +70,7 @@ static void load_distances(hwloc_topology_t topo, struct pc_topo *t)
 
                         if (a >= 0 && b >= 0)
                                 t->distance[(unsigned)a * nn + (unsigned)b] =
-                                        (uint8_t)(v > 255 ? 255 : v);
+                                    (uint8_t)(v > 255 ? 255 : v);
                 }
         }
         hwloc_distances_release(topo, d);
@@ -157,8 +158,8 @@ int pc_topo_load_hwloc(const char *source, const uint64_t *allowed, struct pc_to
                 if (fsroot && strcmp(fsroot, "/") != 0) {
                         /* The x86 backend reads this CPU's CPUID and would mix
                          * the host into a fake tree. */
-                        hwloc_topology_set_components(topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST,
-                                                      "x86");
+                        hwloc_topology_set_components(
+                            topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "x86");
                         snprintf(src, sizeof(src), "hwloc:fsroot:%s", fsroot);
                 } else {
                         snprintf(src, sizeof(src), "hwloc:this machine");

@@ -30,8 +30,8 @@
 
 struct sysfs {
         const char *root;
-        char path[PATH_MAX];    /* the file being read, then the bad one */
-        const char *why;        /* what was wrong with it */
+        char path[PATH_MAX]; /* the file being read, then the bad one */
+        const char *why;     /* what was wrong with it */
         char buf[FILE_MAX];
         uint64_t online[PC_CPUSET_WORDS];
         uint64_t tmp[PC_CPUSET_WORDS];
@@ -44,7 +44,8 @@ struct sysfs {
 /* Read root/<fmt...> into s->buf as a string. Returns its length, -ENOENT
  * when the file does not exist, another -errno when it cannot be read,
  * -EFBIG when it does not fit. s->path keeps the name for a warning. */
-static int readf(struct sysfs *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int readf(struct sysfs *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 static int readf(struct sysfs *s, const char *fmt, ...)
 {
@@ -112,8 +113,9 @@ static int parse_list(struct sysfs *s, uint64_t *set, unsigned nbits)
         }
         rc = pc_cpulist_parse(s->buf, set, nbits);
         if (rc < 0)
-                return bad(s, rc == -ERANGE ? "has a number past the limit" : "is not a list",
-                           -EINVAL);
+                return bad(
+                    s, rc == -ERANGE ? "has a number past the limit" : "is not a list",
+                    -EINVAL);
         return rc;
 }
 
@@ -124,7 +126,8 @@ static int parse_int(struct sysfs *s, long lo, long hi, long *out)
         char *end;
         long v;
 
-        if (!(isdigit((unsigned char)p[0]) || (p[0] == '-' && isdigit((unsigned char)p[1]))))
+        if (!(isdigit((unsigned char)p[0]) ||
+              (p[0] == '-' && isdigit((unsigned char)p[1]))))
                 return bad(s, "is not a number", -EINVAL);
         errno = 0;
         v = strtol(p, &end, 10);
@@ -163,7 +166,8 @@ static int load_cpu(struct sysfs *s, struct pc_topo *t, unsigned c)
         int rc;
 
         /* Some arm64 firmware reports -1 for an unknown package: one package. */
-        rc = read_required(s, readf(s, "devices/system/cpu/cpu%u/topology/physical_package_id", c));
+        rc = read_required(
+            s, readf(s, "devices/system/cpu/cpu%u/topology/physical_package_id", c));
         if (rc || (rc = parse_int(s, -1, INT_MAX, &v)))
                 return rc;
         p->package = v < 0 ? 0 : (int)v;
@@ -180,12 +184,14 @@ static int load_cpu(struct sysfs *s, struct pc_topo *t, unsigned c)
 
         rc = readf(s, "devices/system/cpu/cpu%u/topology/core_cpus_list", c);
         if (rc == -ENOENT)
-                rc = readf(s, "devices/system/cpu/cpu%u/topology/thread_siblings_list", c);
+                rc =
+                    readf(s, "devices/system/cpu/cpu%u/topology/thread_siblings_list", c);
         if (rc == -ENOENT) {
                 /* Resolved after every CPU is read: see group_by_core_id(). */
                 p->core = -2;
         } else {
-                if ((rc = read_required(s, rc)) || (rc = read_group(s, c, s->coreset[c])) < 0)
+                if ((rc = read_required(s, rc)) ||
+                    (rc = read_group(s, c, s->coreset[c])) < 0)
                         return rc;
                 p->core = rc;
         }
@@ -198,14 +204,17 @@ static int load_cpu(struct sysfs *s, struct pc_topo *t, unsigned c)
                         return rc;
                 if (v != 3)
                         continue;
-                rc = read_required(s, readf(s, "devices/system/cpu/cpu%u/cache/index%u/type", c, k));
+                rc = read_required(
+                    s, readf(s, "devices/system/cpu/cpu%u/cache/index%u/type", c, k));
                 if (rc)
                         return rc;
                 if (strcmp(s->buf, "Instruction\n") == 0)
                         continue;
                 if (strcmp(s->buf, "Unified\n") != 0 && strcmp(s->buf, "Data\n") != 0)
                         return bad(s, "is not a cache type", -EINVAL);
-                rc = read_required(s, readf(s, "devices/system/cpu/cpu%u/cache/index%u/shared_cpu_list", c, k));
+                rc = read_required(
+                    s, readf(s, "devices/system/cpu/cpu%u/cache/index%u/shared_cpu_list",
+                             c, k));
                 if (rc || (rc = read_group(s, c, s->l3set[c])) < 0)
                         return rc;
                 p->l3 = rc;
@@ -336,7 +345,8 @@ static int load_nodes(struct sysfs *s, struct pc_topo **tp)
         nn = (unsigned)rc;
         rc = readf(s, "devices/system/node/has_memory");
         if (rc != -ENOENT) {
-                if ((rc = read_required(s, rc)) || (rc = parse_list(s, mem, PC_TOPO_MAX_NODES)) < 0)
+                if ((rc = read_required(s, rc)) ||
+                    (rc = parse_list(s, mem, PC_TOPO_MAX_NODES)) < 0)
                         return rc;
                 have_mem_mask = true;
         }
@@ -365,15 +375,16 @@ static int load_nodes(struct sysfs *s, struct pc_topo **tp)
                                 return bad(s, "claims a CPU another node has", -EINVAL);
                         n->cpu[c].node = (int)id;
                 }
-                rc = read_required(s, readf(s, "devices/system/node/node%u/distance", id));
+                rc =
+                    read_required(s, readf(s, "devices/system/node/node%u/distance", id));
                 if (rc || (rc = parse_distances(s, &n->distance[i * nn], nn)))
                         return rc;
                 if (have_mem_mask) {
                         nd->has_memory = pc__bit(mem, id);
                 } else {
                         rc = readf(s, "devices/system/node/node%u/meminfo", id);
-                        if (rc != -ENOENT &&
-                            ((rc = read_required(s, rc)) || (rc = parse_memtotal(s, &nd->has_memory))))
+                        if (rc != -ENOENT && ((rc = read_required(s, rc)) ||
+                                              (rc = parse_memtotal(s, &nd->has_memory))))
                                 return rc;
                 }
                 i++;
@@ -399,7 +410,8 @@ static int load_detail(struct sysfs *s, const uint64_t *allowed, struct pc_topo 
         rc = readf(s, "devices/system/cpu/possible");
         if (rc != -ENOENT) {
                 uint64_t possible[PC_CPUSET_WORDS];
-                if ((rc = read_required(s, rc)) || (rc = parse_list(s, possible, PC_MAX_CPUS)) < 0)
+                if ((rc = read_required(s, rc)) ||
+                    (rc = parse_list(s, possible, PC_MAX_CPUS)) < 0)
                         return rc;
                 if (pc__set_last(possible, PC_MAX_CPUS) > last)
                         last = pc__set_last(possible, PC_MAX_CPUS);
@@ -420,13 +432,17 @@ static int load_detail(struct sysfs *s, const uint64_t *allowed, struct pc_topo 
         }
         group_by_core_id(t);
         snprintf(s->path, sizeof(s->path), "%s/devices/system/cpu/cpu*/", s->root);
-        if (!groups_consistent(s, t->ncpus, (const uint64_t(*)[PC_CPUSET_WORDS])s->coreset)) {
-                strncat(s->path, "topology/core_cpus_list", sizeof(s->path) - strlen(s->path) - 1);
+        if (!groups_consistent(s, t->ncpus,
+                               (const uint64_t(*)[PC_CPUSET_WORDS])s->coreset)) {
+                strncat(s->path, "topology/core_cpus_list",
+                        sizeof(s->path) - strlen(s->path) - 1);
                 rc = bad(s, "disagree between CPUs", -EINVAL);
                 goto fail;
         }
-        if (!groups_consistent(s, t->ncpus, (const uint64_t(*)[PC_CPUSET_WORDS])s->l3set)) {
-                strncat(s->path, "cache/index*/shared_cpu_list", sizeof(s->path) - strlen(s->path) - 1);
+        if (!groups_consistent(s, t->ncpus,
+                               (const uint64_t(*)[PC_CPUSET_WORDS])s->l3set)) {
+                strncat(s->path, "cache/index*/shared_cpu_list",
+                        sizeof(s->path) - strlen(s->path) - 1);
                 rc = bad(s, "disagree between CPUs", -EINVAL);
                 goto fail;
         }
@@ -466,15 +482,16 @@ int pc_topo_load(const char *root, const uint64_t *allowed, struct pc_topo **out
         if (rc >= 0)
                 rc = pc_cpulist_parse(s->buf, s->online, PC_MAX_CPUS);
         if (rc < 0) {
-                pc_log(PC_LOG_ERROR, "topology: cannot use %s: %s", s->path, pc_strerror(rc));
+                pc_log(PC_LOG_ERROR, "topology: cannot use %s: %s", s->path,
+                       pc_strerror(rc));
                 free(s);
                 return rc == -EFBIG ? -EINVAL : rc;
         }
 
         rc = load_detail(s, allowed, out);
         if (rc != 0 && rc != -ENOMEM) {
-                pc_log(PC_LOG_WARN, "topology: %s %s (%s); using a flat topology", s->path,
-                       s->why ? s->why : "cannot be used", pc_strerror(rc));
+                pc_log(PC_LOG_WARN, "topology: %s %s (%s); using a flat topology",
+                       s->path, s->why ? s->why : "cannot be used", pc_strerror(rc));
                 snprintf(src, sizeof(src), "sysfs:%s", s->root);
                 rc = pc__topo_flat(s->online, allowed, src, out);
         }

@@ -17,19 +17,19 @@
 #include "pc_topo.h"
 
 static const char *const targets[] = {
-        "devices/system/cpu/online",
-        "devices/system/cpu/possible",
-        "devices/system/cpu/cpu5/topology/core_cpus_list",
-        "devices/system/cpu/cpu5/topology/physical_package_id",
-        "devices/system/cpu/cpu5/topology/die_id",
-        "devices/system/cpu/cpu3/cache/index3/shared_cpu_list",
-        "devices/system/cpu/cpu3/cache/index3/level",
-        "devices/system/cpu/cpu3/cache/index3/type",
-        "devices/system/node/online",
-        "devices/system/node/has_memory",
-        "devices/system/node/node1/cpulist",
-        "devices/system/node/node1/distance",
-        "devices/system/node/node1/meminfo",
+    "devices/system/cpu/online",
+    "devices/system/cpu/possible",
+    "devices/system/cpu/cpu5/topology/core_cpus_list",
+    "devices/system/cpu/cpu5/topology/physical_package_id",
+    "devices/system/cpu/cpu5/topology/die_id",
+    "devices/system/cpu/cpu3/cache/index3/shared_cpu_list",
+    "devices/system/cpu/cpu3/cache/index3/level",
+    "devices/system/cpu/cpu3/cache/index3/type",
+    "devices/system/node/online",
+    "devices/system/node/has_memory",
+    "devices/system/node/node1/cpulist",
+    "devices/system/node/node1/distance",
+    "devices/system/node/node1/meminfo",
 };
 #define NTARGETS (sizeof(targets) / sizeof(targets[0]))
 
@@ -50,7 +50,8 @@ static void setup(void)
         char path[PATH_MAX + 256];
 
         if (fixture_copy("intel-2s-smt", top, sizeof(top), root, sizeof(root)) != 0) {
-                fprintf(stderr, "fuzz_topo: cannot copy the fixture from %s\n", fixtures_dir());
+                fprintf(stderr, "fuzz_topo: cannot copy the fixture from %s\n",
+                        fixtures_dir());
                 abort();
         }
         atexit(cleanup);
@@ -80,7 +81,8 @@ static void exercise(const struct pc_topo *t)
                 if (pc_topo_place(t, n, (enum pc_placement)pl, false, cpus) != 0)
                         abort();
                 for (unsigned w = 0; w < n; w++)
-                        if (pc_topo_steal_tiers(t, cpus, n, w, &o) != 0 || o.nvictims != n - 1)
+                        if (pc_topo_steal_tiers(t, cpus, n, w, &o) != 0 ||
+                            o.nvictims != n - 1)
                                 abort();
                 pc_topo_format_workers(t, cpus, n, sink, pl == 0);
         }
@@ -149,7 +151,8 @@ int main(int argc, char **argv)
                 }
                 for (int e = 0; e < n; e++) {
                         if (ents[e]->d_name[0] != '.') {
-                                snprintf(path, sizeof(path), "%s/%s", argv[i], ents[e]->d_name);
+                                snprintf(path, sizeof(path), "%s/%s", argv[i],
+                                         ents[e]->d_name);
                                 if (run_file(path) != 0)
                                         return 1;
                                 ran++;

@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const char *fixtures_dir(void)
+static inline const char *fixtures_dir(void)
 {
         const char *d = getenv("PC_FIXTURES");
 #ifdef PC_FIXTURES_DIR
@@ -27,14 +27,15 @@ static const char *fixtures_dir(void)
 }
 
 /* "<fixtures>/<name>/sys": what pc_topo_load() takes. */
-static void fixture_sys(const char *name, char *buf, size_t len)
+static inline void fixture_sys(const char *name, char *buf, size_t len)
 {
         snprintf(buf, len, "%s/%s/sys", fixtures_dir(), name);
 }
 
 static char copy_src[PATH_MAX], copy_dst[PATH_MAX];
 
-static int copy_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+static inline int copy_one(const char *path, const struct stat *st, int type,
+                           struct FTW *ftw)
 {
         char to[PATH_MAX * 2];
         char buf[8192];
@@ -67,7 +68,8 @@ fail:
 
 /* Copy fixture @name into a new scratch directory; @root receives the
  * copy's "sys" path, @top the scratch directory. Returns 0 or -1. */
-static int fixture_copy(const char *name, char *top, size_t toplen, char *root, size_t rootlen)
+static inline int fixture_copy(const char *name, char *top, size_t toplen, char *root,
+                               size_t rootlen)
 {
         char tmpl[] = "/tmp/pc-topo-XXXXXX";
 
@@ -82,7 +84,8 @@ static int fixture_copy(const char *name, char *top, size_t toplen, char *root, 
         return 0;
 }
 
-static int rm_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+static inline int rm_one(const char *path, const struct stat *st, int type,
+                         struct FTW *ftw)
 {
         (void)st;
         (void)type;
@@ -91,13 +94,14 @@ static int rm_one(const char *path, const struct stat *st, int type, struct FTW 
 }
 
 /* Remove @path and everything under it (a scratch copy). */
-static void rm_tree(const char *path)
+static inline void rm_tree(const char *path)
 {
         nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 /* Write @text into <root>/<rel>, creating or truncating it. */
-static int put_file(const char *root, const char *rel, const void *text, size_t len)
+static inline int put_file(const char *root, const char *rel, const void *text,
+                           size_t len)
 {
         char path[PATH_MAX + 256];
         FILE *f;

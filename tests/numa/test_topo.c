@@ -73,11 +73,9 @@ struct shape {
 };
 
 static const struct shape shapes[] = {
-        {"intel-2s-smt", 16, 16, 8, 2, 2, 2},
-        {"epyc-nps4", 64, 64, 32, 1, 8, 4},
-        {"memless-node", 4, 4, 4, 1, 2, 2},
-        {"offline-cpus", 8, 7, 4, 1, 1, 1},
-        {"laptop", 8, 8, 4, 1, 1, 1},
+    {"intel-2s-smt", 16, 16, 8, 2, 2, 2}, {"epyc-nps4", 64, 64, 32, 1, 8, 4},
+    {"memless-node", 4, 4, 4, 1, 2, 2},   {"offline-cpus", 8, 7, 4, 1, 1, 1},
+    {"laptop", 8, 8, 4, 1, 1, 1},
 };
 
 static void test_fixture_shapes(void **state)
@@ -253,42 +251,47 @@ static void test_broken_falls_back(void **state)
 
 struct damage {
         const char *fixture;
-        const char *file;  /* relative to sys/ */
-        const char *text;  /* NULL: remove the file */
-        int rc;            /* pc_topo_load()'s result */
-        bool fallback;     /* expect flat_fallback and one warning naming file */
+        const char *file; /* relative to sys/ */
+        const char *text; /* NULL: remove the file */
+        int rc;           /* pc_topo_load()'s result */
+        bool fallback;    /* expect flat_fallback and one warning naming file */
 };
 
 static const struct damage damages[] = {
-        {"intel-2s-smt", "devices/system/cpu/online", NULL, -ENOENT, false},
-        {"intel-2s-smt", "devices/system/cpu/online", "0-15x\n", -EINVAL, false},
-        {"intel-2s-smt", "devices/system/cpu/online", "\n", -EINVAL, false},
-        {"intel-2s-smt", "devices/system/cpu/online", "0-4096\n", -ERANGE, false},
-        {"intel-2s-smt", "devices/system/cpu/online", "15-0\n", -EINVAL, false},
-        {"intel-2s-smt", "devices/system/cpu/possible", "0-\n", 0, true},
-        {"intel-2s-smt", "devices/system/cpu/cpu5/topology/physical_package_id", NULL, 0, true},
-        {"intel-2s-smt", "devices/system/cpu/cpu5/topology/physical_package_id", "1 \n", 0, true},
-        {"intel-2s-smt", "devices/system/cpu/cpu5/topology/physical_package_id", "99999999999\n", 0, true},
-        {"intel-2s-smt", "devices/system/cpu/cpu5/topology/core_id", "", 0, true},
-        {"intel-2s-smt", "devices/system/cpu/cpu5/topology/die_id", "0x1\n", 0, true},
-        {"intel-2s-smt", "devices/system/cpu/cpu8/topology/core_cpus_list", "8\n", 0, true},
-        {"intel-2s-smt", "devices/system/cpu/cpu8/topology/core_cpus_list", "1,9\n", 0, true},
-        {"intel-2s-smt", "devices/system/cpu/cpu3/cache/index3/type", "Sideways\n", 0, true},
-        {"intel-2s-smt", "devices/system/cpu/cpu3/cache/index3/level", "three\n", 0, true},
-        {"intel-2s-smt", "devices/system/cpu/cpu3/cache/index3/shared_cpu_list", "0-2\n", 0, true},
-        {"intel-2s-smt", "devices/system/cpu/cpu3/cache/index3/shared_cpu_list", "0-3,8-12\n", 0, true},
-        {"intel-2s-smt", "devices/system/node/online", "0-1,\n", 0, true},
-        {"intel-2s-smt", "devices/system/node/online", "0-300\n", 0, true},
-        {"intel-2s-smt", "devices/system/node/node1/cpulist", NULL, 0, true},
-        {"intel-2s-smt", "devices/system/node/node1/cpulist", "3-7,12-15\n", 0, true},
-        {"intel-2s-smt", "devices/system/node/node1/cpulist", "4-7,12-14\n", 0, true},
-        {"intel-2s-smt", "devices/system/node/node1/distance", "21\n", 0, true},
-        {"intel-2s-smt", "devices/system/node/node1/distance", "21 10 10\n", 0, true},
-        {"intel-2s-smt", "devices/system/node/node1/distance", "21 0\n", 0, true},
-        {"intel-2s-smt", "devices/system/node/node1/distance", "21 256\n", 0, true},
-        {"intel-2s-smt", "devices/system/node/node1/distance", "21 -10\n", 0, true},
-        {"intel-2s-smt", "devices/system/node/has_memory", "zero\n", 0, true},
-        {"memless-node", "devices/system/node/has_memory", NULL, 0, false},
+    {"intel-2s-smt", "devices/system/cpu/online", NULL, -ENOENT, false},
+    {"intel-2s-smt", "devices/system/cpu/online", "0-15x\n", -EINVAL, false},
+    {"intel-2s-smt", "devices/system/cpu/online", "\n", -EINVAL, false},
+    {"intel-2s-smt", "devices/system/cpu/online", "0-4096\n", -ERANGE, false},
+    {"intel-2s-smt", "devices/system/cpu/online", "15-0\n", -EINVAL, false},
+    {"intel-2s-smt", "devices/system/cpu/possible", "0-\n", 0, true},
+    {"intel-2s-smt", "devices/system/cpu/cpu5/topology/physical_package_id", NULL, 0,
+     true},
+    {"intel-2s-smt", "devices/system/cpu/cpu5/topology/physical_package_id", "1 \n", 0,
+     true},
+    {"intel-2s-smt", "devices/system/cpu/cpu5/topology/physical_package_id",
+     "99999999999\n", 0, true},
+    {"intel-2s-smt", "devices/system/cpu/cpu5/topology/core_id", "", 0, true},
+    {"intel-2s-smt", "devices/system/cpu/cpu5/topology/die_id", "0x1\n", 0, true},
+    {"intel-2s-smt", "devices/system/cpu/cpu8/topology/core_cpus_list", "8\n", 0, true},
+    {"intel-2s-smt", "devices/system/cpu/cpu8/topology/core_cpus_list", "1,9\n", 0, true},
+    {"intel-2s-smt", "devices/system/cpu/cpu3/cache/index3/type", "Sideways\n", 0, true},
+    {"intel-2s-smt", "devices/system/cpu/cpu3/cache/index3/level", "three\n", 0, true},
+    {"intel-2s-smt", "devices/system/cpu/cpu3/cache/index3/shared_cpu_list", "0-2\n", 0,
+     true},
+    {"intel-2s-smt", "devices/system/cpu/cpu3/cache/index3/shared_cpu_list", "0-3,8-12\n",
+     0, true},
+    {"intel-2s-smt", "devices/system/node/online", "0-1,\n", 0, true},
+    {"intel-2s-smt", "devices/system/node/online", "0-300\n", 0, true},
+    {"intel-2s-smt", "devices/system/node/node1/cpulist", NULL, 0, true},
+    {"intel-2s-smt", "devices/system/node/node1/cpulist", "3-7,12-15\n", 0, true},
+    {"intel-2s-smt", "devices/system/node/node1/cpulist", "4-7,12-14\n", 0, true},
+    {"intel-2s-smt", "devices/system/node/node1/distance", "21\n", 0, true},
+    {"intel-2s-smt", "devices/system/node/node1/distance", "21 10 10\n", 0, true},
+    {"intel-2s-smt", "devices/system/node/node1/distance", "21 0\n", 0, true},
+    {"intel-2s-smt", "devices/system/node/node1/distance", "21 256\n", 0, true},
+    {"intel-2s-smt", "devices/system/node/node1/distance", "21 -10\n", 0, true},
+    {"intel-2s-smt", "devices/system/node/has_memory", "zero\n", 0, true},
+    {"memless-node", "devices/system/node/has_memory", NULL, 0, false},
 };
 
 static void remove_file(const char *root, const char *rel)
@@ -308,17 +311,21 @@ static void test_damaged_trees(void **state)
                 struct pc_topo *t = NULL;
                 int rc;
 
-                print_message("%s: %s <- %s\n", d->fixture, d->file, d->text ? d->text : "(removed)");
-                assert_int_equal(fixture_copy(d->fixture, top, sizeof(top), root, sizeof(root)), 0);
+                print_message("%s: %s <- %s\n", d->fixture, d->file,
+                              d->text ? d->text : "(removed)");
+                assert_int_equal(
+                    fixture_copy(d->fixture, top, sizeof(top), root, sizeof(root)), 0);
                 if (d->text)
-                        assert_int_equal(put_file(root, d->file, d->text, strlen(d->text)), 0);
+                        assert_int_equal(
+                            put_file(root, d->file, d->text, strlen(d->text)), 0);
                 else
                         remove_file(root, d->file);
                 rc = load_logged(root, &t, log, sizeof(log));
                 assert_int_equal(rc, d->rc);
                 if (rc == 0) {
                         assert_int_equal(t->flat_fallback, d->fallback);
-                        assert_int_equal(count_lines(log, "percore: warn"), d->fallback ? 1 : 0);
+                        assert_int_equal(count_lines(log, "percore: warn"),
+                                         d->fallback ? 1 : 0);
                         if (d->fallback) {
                                 /* The warning names the file, or for a
                                  * disagreement between CPUs its pattern. */
@@ -342,7 +349,8 @@ static void test_memory_sources(void **state)
 
         (void)state;
         /* Without has_memory, meminfo's MemTotal decides. */
-        assert_int_equal(fixture_copy("memless-node", top, sizeof(top), root, sizeof(root)), 0);
+        assert_int_equal(
+            fixture_copy("memless-node", top, sizeof(top), root, sizeof(root)), 0);
         remove_file(root, "devices/system/node/has_memory");
         assert_int_equal(pc_topo_load(root, NULL, &t), 0);
         assert_false(t->flat_fallback);
@@ -358,7 +366,9 @@ static void test_memory_sources(void **state)
         pc_topo_free(t);
 
         /* A malformed meminfo is garbage, not "no memory". */
-        assert_int_equal(put_file(root, "devices/system/node/node0/meminfo", "Node 0 MemTotal: lots\n", 22), 0);
+        assert_int_equal(put_file(root, "devices/system/node/node0/meminfo",
+                                  "Node 0 MemTotal: lots\n", 22),
+                         0);
         assert_int_equal(pc_topo_load(root, NULL, &t), 0);
         assert_true(t->flat_fallback);
         pc_topo_free(t);
@@ -372,7 +382,8 @@ static void test_no_numa_kernel(void **state)
 
         (void)state;
         /* CONFIG_NUMA=n: no node/ at all. One node, the rest intact. */
-        assert_int_equal(fixture_copy("intel-2s-smt", top, sizeof(top), root, sizeof(root)), 0);
+        assert_int_equal(
+            fixture_copy("intel-2s-smt", top, sizeof(top), root, sizeof(root)), 0);
         snprintf(node, sizeof(node), "%s/devices/system/node", root);
         rm_tree(node);
         assert_int_equal(pc_topo_load(root, NULL, &t), 0);
@@ -392,9 +403,11 @@ static void test_siblings_from_core_id(void **state)
 
         (void)state;
         /* Without sibling lists, package + die + core_id decide. */
-        assert_int_equal(fixture_copy("intel-2s-smt", top, sizeof(top), root, sizeof(root)), 0);
+        assert_int_equal(
+            fixture_copy("intel-2s-smt", top, sizeof(top), root, sizeof(root)), 0);
         for (int c = 0; c < 16; c++) {
-                snprintf(rel, sizeof(rel), "devices/system/cpu/cpu%d/topology/core_cpus_list", c);
+                snprintf(rel, sizeof(rel),
+                         "devices/system/cpu/cpu%d/topology/core_cpus_list", c);
                 remove_file(root, rel);
         }
         assert_int_equal(pc_topo_load(root, NULL, &t), 0);
@@ -431,8 +444,8 @@ static void expect_place(const char *fixture, enum pc_placement pl, const int *w
         for (unsigned i = 0; i < n; i++) {
                 if (got[i] != want[i])
                         print_error("%s %s: worker %u on cpu %d, want %d\n", fixture,
-                                    pl == PC_PLACE_SPREAD ? "spread" : "compact", i, got[i],
-                                    want[i]);
+                                    pl == PC_PLACE_SPREAD ? "spread" : "compact", i,
+                                    got[i], want[i]);
                 assert_int_equal(got[i], want[i]);
         }
         pc_topo_free(t);
@@ -440,8 +453,10 @@ static void expect_place(const char *fixture, enum pc_placement pl, const int *w
 
 static void test_place_intel(void **state)
 {
-        static const int compact[] = {0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15};
-        static const int spread[] = {0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15};
+        static const int compact[] = {0, 1, 2, 3, 8,  9,  10, 11,
+                                      4, 5, 6, 7, 12, 13, 14, 15};
+        static const int spread[] = {0, 4,  1, 5,  2,  6,  3,  7,
+                                     8, 12, 9, 13, 10, 14, 11, 15};
 
         (void)state;
         expect_place("intel-2s-smt", PC_PLACE_COMPACT, compact, 16);
@@ -492,8 +507,8 @@ static void test_place_errors(void **state)
         assert_int_equal(cpus[16], cpus[0]);
         assert_int_equal(cpus[19], cpus[3]);
         assert_int_equal(pc_topo_place(t, 0, PC_PLACE_COMPACT, false, cpus), -EINVAL);
-        assert_int_equal(pc_topo_place(t, PC_MAX_WORKERS + 1, PC_PLACE_COMPACT, false, cpus),
-                         -EINVAL);
+        assert_int_equal(
+            pc_topo_place(t, PC_MAX_WORKERS + 1, PC_PLACE_COMPACT, false, cpus), -EINVAL);
         assert_int_equal(pc_topo_place(t, 1, (enum pc_placement)7, false, cpus), -EINVAL);
         assert_int_equal(pc_topo_place(NULL, 1, PC_PLACE_COMPACT, false, cpus), -EINVAL);
         assert_int_equal(pc_topo_place(t, 1, PC_PLACE_COMPACT, false, NULL), -EINVAL);
@@ -539,7 +554,8 @@ static void check_order(const struct pc_topo *t, const int *cpus, unsigned n, un
                                 assert_int_not_equal(t->cpu[cw].node, t->cpu[cv].node);
                                 break;
                         default:
-                                assert_int_not_equal(t->cpu[cw].package, t->cpu[cv].package);
+                                assert_int_not_equal(t->cpu[cw].package,
+                                                     t->cpu[cv].package);
                         }
                 }
         }
@@ -550,7 +566,7 @@ static void check_order(const struct pc_topo *t, const int *cpus, unsigned n, un
 static void test_tiers_invariants(void **state)
 {
         static const char *const names[] = {"intel-2s-smt", "epyc-nps4", "memless-node",
-                                            "offline-cpus", "laptop", "broken"};
+                                            "offline-cpus", "laptop",    "broken"};
 
         (void)state;
         for (size_t f = 0; f < NELEM(names); f++) {
@@ -559,10 +575,12 @@ static void test_tiers_invariants(void **state)
 
                 for (int pl = 0; pl < 2; pl++) {
                         unsigned n = t->nusable;
-                        assert_int_equal(pc_topo_place(t, n, (enum pc_placement)pl, true, cpus), 0);
+                        assert_int_equal(
+                            pc_topo_place(t, n, (enum pc_placement)pl, true, cpus), 0);
                         for (unsigned w = 0; w < n; w++) {
                                 struct pc_steal_order o;
-                                assert_int_equal(pc_topo_steal_tiers(t, cpus, n, w, &o), 0);
+                                assert_int_equal(pc_topo_steal_tiers(t, cpus, n, w, &o),
+                                                 0);
                                 check_order(t, cpus, n, w, &o);
                         }
                 }
@@ -570,8 +588,9 @@ static void test_tiers_invariants(void **state)
         }
 }
 
-static void expect_tier(const struct pc_steal_order *o, unsigned i, enum pc_tier_kind kind,
-                        unsigned distance, const int *victims, unsigned n)
+static void expect_tier(const struct pc_steal_order *o, unsigned i,
+                        enum pc_tier_kind kind, unsigned distance, const int *victims,
+                        unsigned n)
 {
         assert_true(i < o->ntiers);
         assert_int_equal(o->tier_kind[i], kind);
@@ -670,8 +689,13 @@ static void test_tiers_overflow(void **state)
         t->node = calloc(N, sizeof(*t->node));
         t->distance = calloc(N * N, 1);
         for (int i = 0; i < N; i++) {
-                t->cpu[i] = (struct pc_topo_cpu){.cpu = i, .online = true, .usable = true,
-                                                 .package = i, .die = i, .core = i, .l3 = -1,
+                t->cpu[i] = (struct pc_topo_cpu){.cpu = i,
+                                                 .online = true,
+                                                 .usable = true,
+                                                 .package = i,
+                                                 .die = i,
+                                                 .core = i,
+                                                 .l3 = -1,
                                                  .node = i};
                 t->node[i].id = i;
                 cpus[i] = i;
@@ -681,7 +705,8 @@ static void test_tiers_overflow(void **state)
         assert_int_equal(pc_topo_steal_tiers(t, cpus, N, 0, &o), 0);
         assert_int_equal(o.ntiers, PC_TOPO_MAX_TIERS);
         check_order(t, cpus, N, 0, &o);
-        assert_int_equal(o.tier_start[PC_TOPO_MAX_TIERS] - o.tier_start[PC_TOPO_MAX_TIERS - 1],
+        assert_int_equal(o.tier_start[PC_TOPO_MAX_TIERS] -
+                             o.tier_start[PC_TOPO_MAX_TIERS - 1],
                          N - PC_TOPO_MAX_TIERS);
         pc_topo_free(t);
 }
@@ -690,17 +715,28 @@ static void test_tiers_overflow(void **state)
 /* hwloc agrees with sysfs                                                  */
 /* ------------------------------------------------------------------------ */
 
+static const struct pc_topo_cpu offline_cpu = {.online = false};
+
+/* CPU @c of @t, or an offline CPU past its end: the loaders may size cpu[]
+ * differently (possible CPUs vs hwloc's complete set), never differ on
+ * what is online. */
+static const struct pc_topo_cpu *cpu_at(const struct pc_topo *t, unsigned c)
+{
+        return c < t->ncpus ? &t->cpu[c] : &offline_cpu;
+}
+
 static void assert_same(const struct pc_topo *a, const struct pc_topo *b)
 {
-        assert_int_equal(a->ncpus, b->ncpus);
+        unsigned ncpus = a->ncpus > b->ncpus ? a->ncpus : b->ncpus;
+
         assert_int_equal(a->nonline, b->nonline);
         assert_int_equal(a->nusable, b->nusable);
         assert_int_equal(a->ncores, b->ncores);
         assert_int_equal(a->npackages, b->npackages);
         assert_int_equal(a->nl3, b->nl3);
         assert_int_equal(a->nnodes, b->nnodes);
-        for (unsigned c = 0; c < a->ncpus; c++) {
-                const struct pc_topo_cpu *x = &a->cpu[c], *y = &b->cpu[c];
+        for (unsigned c = 0; c < ncpus; c++) {
+                const struct pc_topo_cpu *x = cpu_at(a, c), *y = cpu_at(b, c);
                 assert_int_equal(x->online, y->online);
                 assert_int_equal(x->usable, y->usable);
                 if (!x->online)
@@ -714,7 +750,8 @@ static void assert_same(const struct pc_topo *a, const struct pc_topo *b)
         for (unsigned i = 0; i < a->nnodes; i++) {
                 assert_int_equal(a->node[i].id, b->node[i].id);
                 assert_int_equal(a->node[i].has_memory, b->node[i].has_memory);
-                assert_memory_equal(a->node[i].cpus, b->node[i].cpus, sizeof(a->node[i].cpus));
+                assert_memory_equal(a->node[i].cpus, b->node[i].cpus,
+                                    sizeof(a->node[i].cpus));
         }
         assert_memory_equal(a->distance, b->distance, (size_t)a->nnodes * a->nnodes);
 }
@@ -765,7 +802,8 @@ static void test_hwloc_synthetic(void **state)
                 skip();
         pc_topo_free(t);
 
-        assert_int_equal(pc_topo_load_hwloc("pack:2 numa:2 l3:1 core:8 pu:2", NULL, &t), 0);
+        assert_int_equal(pc_topo_load_hwloc("pack:2 numa:2 l3:1 core:8 pu:2", NULL, &t),
+                         0);
         assert_int_equal(t->ncpus, 64);
         assert_int_equal(t->npackages, 2);
         assert_int_equal(t->nnodes, 4);
@@ -850,7 +888,8 @@ static void test_lookups(void **state)
 
 static void test_cpulist_format(void **state)
 {
-        static const char *const lists[] = {"0", "0-3,8-11", "1,3,5,7", "0-1023", "5,1000-1001"};
+        static const char *const lists[] = {"0", "0-3,8-11", "1,3,5,7", "0-1023",
+                                            "5,1000-1001"};
         uint64_t set[PC_CPUSET_WORDS];
         char buf[4096], small[6];
 
@@ -883,8 +922,9 @@ static void test_format(void **state)
         f = open_memstream(&text, &len);
         assert_int_equal(pc_topo_format(t, f, true), 0);
         fclose(f);
-        assert_non_null(strstr(text, "\"nodes\":[{\"id\":0,\"has_memory\":true,"
-                                     "\"cpus\":\"0-7,32-39\",\"distance\":[10,11,12,12]}"));
+        assert_non_null(strstr(text,
+                               "\"nodes\":[{\"id\":0,\"has_memory\":true,"
+                               "\"cpus\":\"0-7,32-39\",\"distance\":[10,11,12,12]}"));
         for (char *p = text; *p; p++)
                 depth += (*p == '{' || *p == '[') - (*p == '}' || *p == ']');
         assert_int_equal(depth, 0);
@@ -925,9 +965,9 @@ static void test_numa_alloc(void **state)
                  * node this test can count on). */
                 if (node == 0 && pc_numa_available()) {
                         int where = -1;
-                        assert_int_equal(get_mempolicy(&where, NULL, 0, p,
-                                                       MPOL_F_NODE | MPOL_F_ADDR),
-                                         0);
+                        assert_int_equal(
+                            get_mempolicy(&where, NULL, 0, p, MPOL_F_NODE | MPOL_F_ADDR),
+                            0);
                         assert_int_equal(where, 0);
                 }
 #endif
@@ -939,35 +979,35 @@ static void test_numa_alloc(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_fixture_shapes),
-                cmocka_unit_test(test_intel_details),
-                cmocka_unit_test(test_epyc_details),
-                cmocka_unit_test(test_memless_node),
-                cmocka_unit_test(test_offline_cpus),
-                cmocka_unit_test(test_laptop_old_kernel),
-                cmocka_unit_test(test_allowed_cpus),
-                cmocka_unit_test(test_broken_falls_back),
-                cmocka_unit_test(test_damaged_trees),
-                cmocka_unit_test(test_memory_sources),
-                cmocka_unit_test(test_no_numa_kernel),
-                cmocka_unit_test(test_siblings_from_core_id),
-                cmocka_unit_test(test_bad_arguments),
-                cmocka_unit_test(test_place_intel),
-                cmocka_unit_test(test_place_epyc),
-                cmocka_unit_test(test_place_laptop),
-                cmocka_unit_test(test_place_errors),
-                cmocka_unit_test(test_tiers_invariants),
-                cmocka_unit_test(test_tiers_intel),
-                cmocka_unit_test(test_tiers_epyc),
-                cmocka_unit_test(test_tiers_memless),
-                cmocka_unit_test(test_tiers_overflow),
-                cmocka_unit_test(test_hwloc_agrees),
-                cmocka_unit_test(test_hwloc_synthetic),
-                cmocka_unit_test(test_hwloc_xml),
-                cmocka_unit_test(test_lookups),
-                cmocka_unit_test(test_cpulist_format),
-                cmocka_unit_test(test_format),
-                cmocka_unit_test(test_numa_alloc),
+            cmocka_unit_test(test_fixture_shapes),
+            cmocka_unit_test(test_intel_details),
+            cmocka_unit_test(test_epyc_details),
+            cmocka_unit_test(test_memless_node),
+            cmocka_unit_test(test_offline_cpus),
+            cmocka_unit_test(test_laptop_old_kernel),
+            cmocka_unit_test(test_allowed_cpus),
+            cmocka_unit_test(test_broken_falls_back),
+            cmocka_unit_test(test_damaged_trees),
+            cmocka_unit_test(test_memory_sources),
+            cmocka_unit_test(test_no_numa_kernel),
+            cmocka_unit_test(test_siblings_from_core_id),
+            cmocka_unit_test(test_bad_arguments),
+            cmocka_unit_test(test_place_intel),
+            cmocka_unit_test(test_place_epyc),
+            cmocka_unit_test(test_place_laptop),
+            cmocka_unit_test(test_place_errors),
+            cmocka_unit_test(test_tiers_invariants),
+            cmocka_unit_test(test_tiers_intel),
+            cmocka_unit_test(test_tiers_epyc),
+            cmocka_unit_test(test_tiers_memless),
+            cmocka_unit_test(test_tiers_overflow),
+            cmocka_unit_test(test_hwloc_agrees),
+            cmocka_unit_test(test_hwloc_synthetic),
+            cmocka_unit_test(test_hwloc_xml),
+            cmocka_unit_test(test_lookups),
+            cmocka_unit_test(test_cpulist_format),
+            cmocka_unit_test(test_format),
+            cmocka_unit_test(test_numa_alloc),
         };
 
         return cmocka_run_group_tests_name("numa/topo", tests, NULL, NULL);
