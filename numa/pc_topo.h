@@ -108,8 +108,10 @@ struct pc_topo {
  * the file and return a flat topology (flat_fallback): one node, one
  * package, each online CPU its own core, no L3.
  *
- * Returns 0 and sets *@out, or -ENOENT/-EINVAL (cpu/online), -ERANGE (a CPU
- * number >= PC_MAX_CPUS), -ENOMEM. Any thread; it only reads files.
+ * Returns 0 and sets *@out, or for cpu/online -ENOENT (missing), -EINVAL
+ * (malformed), -ERANGE (a CPU >= PC_MAX_CPUS), another -errno (unreadable);
+ * -ENAMETOOLONG for a @root near PATH_MAX, -EINVAL for @out NULL, -ENOMEM.
+ * Any thread; it only reads files.
  */
 int pc_topo_load(const char *root, const uint64_t *allowed, struct pc_topo **out);
 

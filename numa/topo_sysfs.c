@@ -54,9 +54,13 @@ static int readf(struct sysfs *s, const char *fmt, ...)
         int fd, n;
 
         n = snprintf(s->path, sizeof(s->path), "%s/", s->root);
+        if (n < 0 || (size_t)n >= sizeof(s->path))
+                return -ENAMETOOLONG;
         va_start(ap, fmt);
-        vsnprintf(s->path + n, sizeof(s->path) - (size_t)n, fmt, ap);
+        n = vsnprintf(s->path + n, sizeof(s->path) - (size_t)n, fmt, ap);
         va_end(ap);
+        if (n < 0 || strlen(s->path) + 1 >= sizeof(s->path))
+                return -ENAMETOOLONG;
         fd = open(s->path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
                 return -errno;

@@ -427,6 +427,12 @@ static void test_bad_arguments(void **state)
         assert_int_equal(pc_topo_load("/nonexistent", NULL, &t), -ENOENT);
         assert_null(t);
         assert_int_equal(pc_topo_load("/sys", NULL, NULL), -EINVAL);
+        {
+                char longroot[PATH_MAX + 16];
+                memset(longroot, 'a', sizeof(longroot) - 1);
+                longroot[sizeof(longroot) - 1] = '\0';
+                assert_int_equal(pc_topo_load(longroot, NULL, &t), -ENAMETOOLONG);
+        }
         pc_topo_free(NULL);
 }
 
