@@ -13,7 +13,7 @@
 
 static const char usage[] =
     "usage: percore-topo [options]\n"
-    "  --root DIR          read the sysfs tree DIR (default $PERCORE_SYSFS_ROOT or "
+    "  --sysfs DIR         read the sysfs tree DIR (also --root; default $PERCORE_SYSFS_ROOT or "
     "/sys)\n"
     "  --hwloc [SRC]       load through hwloc: this machine, an XML file (*.xml),\n"
     "                      or a synthetic description (\"pack:2 numa:1 core:4 pu:2\")\n"
@@ -91,12 +91,13 @@ static int parse_args(int argc, char **argv, struct opts *o)
                                 o->hwloc_src = v;
                                 i++;
                         }
-                } else if (strcmp(a, "--root") == 0 || strcmp(a, "--workers") == 0 ||
+                } else if (strcmp(a, "--root") == 0 || strcmp(a, "--sysfs") == 0 ||
+                           strcmp(a, "--workers") == 0 ||
                            strcmp(a, "--placement") == 0 || strcmp(a, "--cpus") == 0) {
                         if (v == NULL)
                                 return bad_usage("%s needs a value", a);
                         i++;
-                        if (strcmp(a, "--root") == 0) {
+                        if (strcmp(a, "--root") == 0 || strcmp(a, "--sysfs") == 0) {
                                 o->root = v;
                         } else if (strcmp(a, "--cpus") == 0) {
                                 o->cpus = v;
@@ -173,13 +174,8 @@ int main(int argc, char **argv)
         }
 
         if (o.json) {
-                fputs("{\"machine\":", stdout);
-                pc_topo_format(t, stdout, true);
-                printf(",\"placement\":\"%s\",\"pin\":%s,\"workers\":",
-                       o.placement == PC_PLACE_SPREAD ? "spread" : "compact",
-                       o.pin ? "true" : "false");
                 rc = pc_topo_format_workers(t, cpus, o.workers, stdout, true);
-                fputs("}\n", stdout);
+                fputs("\n", stdout);
         } else {
                 pc_topo_format(t, stdout, false);
                 printf("\n%u workers, placement %s, %s\n", o.workers,

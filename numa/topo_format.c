@@ -63,12 +63,14 @@ static int finish(FILE *f)
         return ferror(f) ? -EIO : 0;
 }
 
-static void format_json(const struct pc_topo *t, FILE *f, char *list)
+/* The machine's fields of a JSON object, without its braces: percore-topo
+ * puts the worker map in the same object. */
+static void json_machine_fields(const struct pc_topo *t, FILE *f, char *list)
 {
         uint64_t set[PC_CPUSET_WORDS];
         unsigned nn = t->nnodes;
 
-        fprintf(f, "{\"source\":");
+        fprintf(f, "\"source\":");
         json_string(f, t->source);
         fprintf(f, ",\"flat_fallback\":%s", t->flat_fallback ? "true" : "false");
         set_of(t, is_online, 0, set);
@@ -89,18 +91,27 @@ static void format_json(const struct pc_topo *t, FILE *f, char *list)
                 fprintf(
                     f,
                     "%s{\"cpu\":%d,\"usable\":%s,\"package\":%d,\"die\":%d,\"core\":%d,"
-                    "\"core_id\":%d,\"smt_rank\":%d,\"l3\":%d,\"node\":%d}",
+                    "\"core_id\":%d,\"smt_rank\":%d,\"l3\":%d,\"node\":%d,\"smt_siblings\":[",
                     first ? "" : ",", p->cpu, p->usable ? "true" : "false", p->package,
                     p->die, p->core, p->core_id, p->smt_rank, p->l3, p->node);
+                for (unsigned o = 0, n = 0; o < t->ncpus; o++)
+                        if (o != c && t->cpu[o].online && t->cpu[o].core == p->core)
+                                fprintf(f, "%s%u", n++ ? "," : "", o);
+                fprintf(f, "]}");
                 first = 0;
         }
         fprintf(f, "],\"nodes\":[");
         for (unsigned i = 0; i < nn; i++) {
                 pc_cpulist_format(t->node[i].cpus, PC_MAX_CPUS, list, LIST_MAX);
                 fprintf(f,
-                        "%s{\"id\":%d,\"has_memory\":%s,\"cpus\":\"%s\",\"distance\":[",
-                        i ? "," : "", t->node[i].id,
+                        "%s{\"node\":%d,\"id\":%d,\"has_memory\":%s,\"cpulist\":\"%s\","
+                        "\"cpus\":[",
+                        i ? "," : "", t->node[i].id, t->node[i].id,
                         t->node[i].has_memory ? "true" : "false", list);
+                for (unsigned c = 0, n = 0; c < PC_MAX_CPUS; c++)
+                        if (t->node[i].cpus[c / 64] >> (c % 64) & 1)
+                                fprintf(f, "%s%u", n++ ? "," : "", c);
+                fprintf(f, "],\"distance\":[");
                 for (unsigned j = 0; j < nn; j++)
                         fprintf(f, "%s%u", j ? "," : "", t->distance[i * nn + j]);
                 fprintf(f, "]}");
@@ -111,7 +122,7 @@ static void format_json(const struct pc_topo *t, FILE *f, char *list)
                 pc_cpulist_format(set, t->ncpus, list, LIST_MAX);
                 fprintf(f, "%s\"%s\"", l ? "," : "", list);
         }
-        fprintf(f, "]}");
+        fprintf(f, "]");
 }
 
 static void format_table(const struct pc_topo *t, FILE *f, char *list)
@@ -175,9 +186,11 @@ int pc_topo_format(const struct pc_topo *t, FILE *f, bool json)
 
         if (t == NULL || f == NULL)
                 return -EINVAL;
-        if (json)
-                format_json(t, f, list);
-        else
+        if (json) {
+                fputc('{', f);
+                json_machine_fields(t, f, list);
+                fputc('}', f);
+        } else
                 format_table(t, f, list);
         return finish(f);
 }
@@ -195,9 +208,12 @@ int pc_topo_format_workers(const struct pc_topo *t, const int *worker_cpus,
                 if ((rc = pc_topo_steal_tiers(t, worker_cpus, nworkers, w, &o)) != 0)
                         return rc;
 
-        if (json)
-                fprintf(f, "[");
-        else
+        if (json) {
+                char list[LIST_MAX];
+                fputc('{', f);
+                json_machine_fields(t, f, list);
+                fprintf(f, ",\"workers\":[");
+        } else
                 fprintf(f, "%6s %5s %5s %4s %7s %4s  %s\n", "worker", "lcore", "cpu",
                         "node", "package", "l3", "steal tiers (nearest first)");
         for (unsigned w = 0; w < nworkers; w++) {
@@ -228,9 +244,21 @@ int pc_topo_format_workers(const struct pc_topo *t, const int *worker_cpus,
                         if (json)
                                 fprintf(f, "]}");
                 }
+                if (json) {
+                        /* The same tiers as plain lists, nearest first. */
+                        fprintf(f, "],\"steal_tiers\":[");
+                        for (unsigned i = 0; i < o.ntiers; i++) {
+                                fprintf(f, "%s[", i ? "," : "");
+                                for (unsigned k = o.tier_start[i]; k < o.tier_start[i + 1];
+                                     k++)
+                                        fprintf(f, "%s%u", k > o.tier_start[i] ? "," : "",
+                                                o.victims[k]);
+                                fputc(']', f);
+                        }
+                }
                 fprintf(f, json ? "]}" : "\n");
         }
         if (json)
-                fprintf(f, "]");
+                fprintf(f, "]}");
         return finish(f);
 }

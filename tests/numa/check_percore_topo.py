@@ -34,10 +34,20 @@ for name in sorted(os.listdir(fixtures)):
         doc = json.loads(r.stdout)
         workers = doc["workers"]
         n = len(workers)
-        check(n == doc["machine"]["counts"]["usable"], f"{name}: one worker per usable CPU")
+        check(n == doc["counts"]["usable"], f"{name}: one worker per usable CPU")
         check(len({w["cpu"] for w in workers}) == n, f"{name}: distinct CPUs")
+        for c in doc["cpus"]:
+            check(c["cpu"] not in c["smt_siblings"], f"{name}: cpu {c['cpu']} not its own sibling")
+            for k in ("cpu", "package", "die", "core", "node", "l3"):
+                check(k in c, f"{name}: cpu record has {k}")
+        for nd in doc["nodes"]:
+            check(len(nd["distance"]) == len(doc["nodes"]), f"{name}: distance row")
+            check(isinstance(nd["cpus"], list) and "has_memory" in nd and "node" in nd,
+                  f"{name}: node record shape")
         for w in workers:
             victims = [v for tier in w["tiers"] for v in tier["victims"]]
+            check([v for t in w["steal_tiers"] for v in t] == victims,
+                  f"{name}: steal_tiers lists the tiers")
             check(sorted(victims) == [v for v in range(n) if v != w["worker"]],
                   f"{name}: worker {w['worker']} steals from every other worker once")
     check(("flat_fallback\":true" in run("--root", root, "--json").stdout) == (name == "broken"),
@@ -56,9 +66,9 @@ check(r.returncode == 0 and "usage:" in r.stdout, "--help")
 r = run("--hwloc", "pack:2 numa:1 core:2 pu:2", "--json")
 check(r.returncode in (0, 1), "--hwloc synthetic")
 if r.returncode == 0:
-    check(json.loads(r.stdout)["machine"]["counts"]["packages"] == 2, "hwloc packages")
+    check(json.loads(r.stdout)["counts"]["packages"] == 2, "hwloc packages")
 env = dict(os.environ, PERCORE_SYSFS_ROOT=os.path.join(fixtures, "epyc-nps4", "sys"))
 r = run("--json", env=env)
-check(r.returncode == 0 and json.loads(r.stdout)["machine"]["counts"]["nodes"] == 4,
+check(r.returncode == 0 and json.loads(r.stdout)["counts"]["nodes"] == 4,
       "PERCORE_SYSFS_ROOT")
 sys.exit(1 if failed else 0)

@@ -929,8 +929,11 @@ static void test_format(void **state)
         assert_int_equal(pc_topo_format(t, f, true), 0);
         fclose(f);
         assert_non_null(strstr(text,
-                               "\"nodes\":[{\"id\":0,\"has_memory\":true,"
-                               "\"cpus\":\"0-7,32-39\",\"distance\":[10,11,12,12]}"));
+                               "\"nodes\":[{\"node\":0,\"id\":0,\"has_memory\":true,"
+                               "\"cpulist\":\"0-7,32-39\",\"cpus\":[0,1,2,3,4,5,6,7,32,33,"
+                               "34,35,36,37,38,39],\"distance\":[10,11,12,12]}"));
+        assert_non_null(strstr(text, "\"cpu\":0,\"usable\":true,"));
+        assert_non_null(strstr(text, "\"smt_siblings\":[32]}"));
         for (char *p = text; *p; p++)
                 depth += (*p == '{' || *p == '[') - (*p == '}' || *p == ']');
         assert_int_equal(depth, 0);
