@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "percore.h"
+#include "pc_topo.h"
 #include "stealq_pvt.h"
 
 #define PC_CACHE_LINE 64
@@ -28,7 +29,6 @@
 #define PC_TASK_CHUNK 512       /* tasks per free-list refill allocation */
 #define PC_RUNQ_DEFAULT 4096    /* default local ring slots */
 #define PC_STOP_POLL_NS 100000  /* coordinator's re-check period while draining */
-#define PC_MAX_TIERS 8          /* steal tiers per worker */
 #define PC_ADVERTISE_MIN 2      /* stealable tasks before a worker advertises */
 #define PC_OWNER_BATCH 8        /* stealable tasks the owner claims per CAS */
 
@@ -50,18 +50,6 @@ struct pc_runq {
         struct pc_task *ovf_head;
         struct pc_task *ovf_tail;
         uint64_t ovf_len;
-};
-
-/*
- * A worker's steal order: the other workers grouped in tiers, nearest
- * first. A remote tier is only stolen from when the victim's backlog
- * reaches remote_steal_min.
- */
-struct pc_steal_order {
-        unsigned ntiers;
-        uint16_t tier_start[PC_MAX_TIERS + 1];
-        bool tier_remote[PC_MAX_TIERS];
-        uint16_t victims[PC_MAX_WORKERS];
 };
 
 struct pc_poller {
@@ -121,6 +109,7 @@ struct pc_worker {
         struct pc_runtime *rt;
         unsigned id;
         int cpu;
+        int node;
         unsigned inject_countdown;
         unsigned tick;
         uint64_t rng;
@@ -130,6 +119,7 @@ struct pc_worker {
         bool stop_seen;
         bool quiet_published;
         bool elastic;    /* elastic mode: stealable queue in use */
+        uint64_t remote_min; /* cfg.remote_steal_min, kept hot */
         bool advertised; /* our bit is set in rt->stealable */
         bool sticky_turn; /* alternate sticky and stealable queues */
         struct pc_steal_order order;
@@ -204,6 +194,8 @@ struct pc_runtime {
         char *cpus_str, *sysfs_root_str, *eal_args_str; /* owned copies */
         unsigned nworkers;
         int cpus[PC_MAX_WORKERS];
+        int nodes[PC_MAX_WORKERS];
+        struct pc_topo *topo;
         struct pc_worker *workers[PC_MAX_WORKERS];
 
         /* Global injector: tasks from any thread, taken by any worker. */
@@ -266,8 +258,10 @@ int pc__inject(struct pc_runtime *rt, struct pc_task *t);
 
 /* steal.c */
 struct pc_task *pc__steal(struct pc_worker *w);
+bool pc__steal_possible(struct pc_worker *w);
 void pc__steal_order_flat(struct pc_runtime *rt, unsigned w, struct pc_steal_order *o);
 void pc__advertise(struct pc_worker *w);
+void pc__wake_thief(struct pc_worker *w, bool remote);
 void pc__unadvertise(struct pc_worker *w);
 
 /* timer.c */
@@ -342,8 +336,16 @@ static inline void pc__push_local(struct pc_worker *w, struct pc_task *t)
                 return;
         }
         pc__stealq_push(&w->sq, t);
-        if (!w->advertised && pc__stealq_ring_len(&w->sq) >= PC_ADVERTISE_MIN)
-                pc__advertise(w);
+        if (!w->advertised) {
+                if (pc__stealq_ring_len(&w->sq) >= PC_ADVERTISE_MIN)
+                        pc__advertise(w);
+        } else if (unlikely(atomic_load_explicit(&w->sq.tail, memory_order_relaxed) -
+                                    w->sq.seen_head ==
+                            w->remote_min)) {
+                /* Probably just reached the cross-node threshold (seen_head
+                 * lags, so this errs towards waking). */
+                pc__wake_thief(w, true);
+        }
 }
 
 static inline uint64_t pc__queued(struct pc_worker *w)

@@ -433,8 +433,21 @@ int pc_stats_steals(const struct pc_runtime *rt, uint64_t *m, size_t len);
 /** Print the per-worker table PERCORE_STATS=1 prints at exit. Any thread. */
 void pc_stats_print(const struct pc_runtime *rt, FILE *f);
 
+/**
+ * The machine's topology the runtime placed its workers on (numa/,
+ * pc_topo.h). Any thread; valid until destroy.
+ */
+struct pc_topo;
+const struct pc_topo *pc_runtime_topo(const struct pc_runtime *rt);
+
+/** NUMA node of worker @w's CPU, or -EINVAL. Any thread. */
+int pc_runtime_worker_node(const struct pc_runtime *rt, unsigned w);
+
 #ifdef __cplusplus
 }
 #endif
+
+/* The other modules' public headers: one include for a user. */
+#include "pc_topo.h"
 
 #endif /* PERCORE_H */

@@ -40,38 +40,57 @@ static void format_cpus(const uint64_t *set, char *buf, size_t len)
         }
 }
 
+static bool in_set(const uint64_t *set, int c)
+{
+        return set[c / 64] >> (c % 64) & 1;
+}
+
+static int load_topology(struct pc_runtime *rt, const uint64_t *allowed, char *err,
+                         size_t errlen)
+{
+        int rc;
+
+        if (rt->cfg.topology == PC_TOPO_HWLOC)
+                rc = pc_topo_load_hwloc(NULL, allowed, &rt->topo);
+        else
+                rc = pc_topo_load(rt->cfg.sysfs_root, allowed, &rt->topo);
+        if (rc)
+                snprintf(err, errlen, "cannot read the CPU topology from %s: %s",
+                         rt->cfg.topology == PC_TOPO_HWLOC ? "hwloc" : rt->cfg.sysfs_root,
+                         pc_strerror(rc));
+        return rc;
+}
+
 /*
- * Choose each worker's CPU: the CPUs of PERCORE_CPUS, or of the process's
- * affinity mask, in ascending order. With pinning on, every listed CPU must
- * be one this process may run on, and there must be a CPU per worker.
+ * Choose each worker's CPU with numa/: the usable CPUs are PERCORE_CPUS or
+ * the process's affinity mask (on another machine's tree, every online CPU
+ * of it), placed compact or spread, physical cores before SMT siblings.
+ * Pinned workers need a CPU each, and a CPU this process may run on.
  */
 static int choose_cpus(struct pc_runtime *rt, char *err, size_t errlen)
 {
-        uint64_t allowed[PC_MAX_CPUS / 64] = {0}, want[PC_MAX_CPUS / 64];
-        int list[PC_MAX_CPUS], ncpus = 0;
-        cpu_set_t mask;
+        uint64_t affinity[PC_MAX_CPUS / 64], want[PC_MAX_CPUS / 64];
+        const uint64_t *allowed = NULL;
+        bool this_machine = rt->cfg.topology == PC_TOPO_HWLOC ||
+                            strcmp(rt->cfg.sysfs_root, "/sys") == 0;
         unsigned nworkers;
+        char a[256];
+        int rc;
 
-        CPU_ZERO(&mask);
-        if (sched_getaffinity(0, sizeof(mask), &mask) != 0) {
-                snprintf(err, errlen, "sched_getaffinity: %s", strerror(errno));
-                return -errno;
+        rc = pc_topo_affinity(affinity);
+        if (rc < 0) {
+                snprintf(err, errlen, "sched_getaffinity: %s", pc_strerror(rc));
+                return rc;
         }
-        for (int c = 0; c < PC_MAX_CPUS && c < CPU_SETSIZE; c++)
-                if (CPU_ISSET(c, &mask))
-                        allowed[c / 64] |= 1ull << (c % 64);
-
+        format_cpus(affinity, a, sizeof(a));
         if (rt->cfg.cpus) {
                 if (pc_cpulist_parse(rt->cfg.cpus, want, PC_MAX_CPUS) < 0) {
                         snprintf(err, errlen, "PERCORE_CPUS='%s' is not a valid CPU list",
                                  rt->cfg.cpus);
                         return -EINVAL;
                 }
-                for (int c = 0; c < PC_MAX_CPUS; c++) {
-                        bool in = want[c / 64] >> (c % 64) & 1;
-                        if (in && rt->cfg.pin && !(allowed[c / 64] >> (c % 64) & 1)) {
-                                char a[256];
-                                format_cpus(allowed, a, sizeof(a));
+                for (int c = 0; c < PC_MAX_CPUS && rt->cfg.pin && this_machine; c++) {
+                        if (in_set(want, c) && !in_set(affinity, c)) {
                                 snprintf(err, errlen,
                                          "PERCORE_CPUS lists CPU %d, which this process may "
                                          "not run on (allowed: %s); set PERCORE_PIN=0 to "
@@ -80,33 +99,63 @@ static int choose_cpus(struct pc_runtime *rt, char *err, size_t errlen)
                                 return -EINVAL;
                         }
                 }
-        } else {
-                memcpy(want, allowed, sizeof(want));
+                allowed = want;
+        } else if (this_machine) {
+                allowed = affinity;
         }
-        for (int c = 0; c < PC_MAX_CPUS; c++)
-                if (want[c / 64] >> (c % 64) & 1)
-                        list[ncpus++] = c;
-        if (ncpus == 0) {
-                snprintf(err, errlen, "no usable CPU");
+        rc = load_topology(rt, allowed, err, errlen);
+        if (rc)
+                return rc;
+        if (rt->topo->nusable == 0) {
+                snprintf(err, errlen, "no usable CPU (PERCORE_CPUS and the affinity mask)");
                 return -EINVAL;
         }
 
-        nworkers = rt->cfg.workers ? rt->cfg.workers : (unsigned)ncpus;
+        nworkers = rt->cfg.workers ? rt->cfg.workers : rt->topo->nusable;
         if (rt->cfg.mode == PC_MODE_DETERMINISTIC)
                 nworkers = 1;
         if (nworkers > PC_MAX_WORKERS)
                 nworkers = PC_MAX_WORKERS;
-        if (nworkers > (unsigned)ncpus && rt->cfg.pin) {
+        if (nworkers > rt->topo->nusable && rt->cfg.pin) {
                 snprintf(err, errlen,
-                         "%u workers (PERCORE_WORKERS) need %u CPUs but only %d are usable; set "
-                         "PERCORE_PIN=0 to oversubscribe",
-                         nworkers, nworkers, ncpus);
+                         "%u workers (PERCORE_WORKERS) need %u CPUs but only %u are usable; "
+                         "set PERCORE_PIN=0 to oversubscribe",
+                         nworkers, nworkers, rt->topo->nusable);
                 return -EINVAL;
         }
+        rc = pc_topo_place(rt->topo, nworkers, rt->cfg.placement, rt->cfg.pin, rt->cpus);
+        if (rc) {
+                snprintf(err, errlen, "cannot place %u workers: %s", nworkers,
+                         pc_strerror(rc));
+                return rc;
+        }
+        for (unsigned i = 0; i < nworkers; i++) {
+                /* A tree describing another machine can name CPUs this one
+                 * lacks: such a run must be unpinned. */
+                if (rt->cfg.pin && !in_set(affinity, rt->cpus[i])) {
+                        snprintf(err, errlen,
+                                 "worker %u would be pinned to CPU %d, which this process "
+                                 "may not run on (allowed: %s); set PERCORE_PIN=0 to run "
+                                 "unpinned",
+                                 i, rt->cpus[i], a);
+                        return -EINVAL;
+                }
+                rt->nodes[i] = pc_topo_node_of_cpu(rt->topo, rt->cpus[i]);
+        }
         rt->nworkers = nworkers;
-        for (unsigned i = 0; i < nworkers; i++)
-                rt->cpus[i] = list[i % (unsigned)ncpus];
         return 0;
+}
+
+/* Each worker's steal order, nearest first, or flat when asked. */
+static void steal_orders(struct pc_runtime *rt)
+{
+        for (unsigned i = 0; i < rt->nworkers; i++) {
+                struct pc_worker *w = rt->workers[i];
+                if (rt->cfg.steal_tiers == PC_TIERS_NUMA &&
+                    pc_topo_steal_tiers(rt->topo, rt->cpus, rt->nworkers, i, &w->order) == 0)
+                        continue;
+                pc__steal_order_flat(rt, i, &w->order);
+        }
 }
 
 void pc__worker_main(struct pc_worker *w)
@@ -231,6 +280,7 @@ int pc_runtime_create(const struct pc_config *cfg, struct pc_runtime **out)
         if (rc) {
                 pc_log(PC_LOG_ERROR, "%s", err);
                 pthread_mutex_destroy(&rt->inj_lock);
+                pc_topo_free(rt->topo);
                 free(rt);
                 return rc;
         }
@@ -253,18 +303,21 @@ int pc_runtime_create(const struct pc_config *cfg, struct pc_runtime **out)
                 goto fail;
         }
         for (unsigned i = 0; i < rt->nworkers; i++) {
-                struct pc_worker *w = aligned_alloc(PC_CACHE_LINE, sizeof(*w));
+                /* The worker's state lives on its node (page aligned, so
+                 * cache-line aligned too). */
+                struct pc_worker *w = pc_numa_alloc(sizeof(*w), rt->nodes[i]);
                 if (w == NULL) {
                         rc = -ENOMEM;
                         goto fail;
                 }
                 rc = pc__worker_init(w, rt, i, rt->cfg.runq_size);
                 if (rc) {
-                        free(w);
+                        pc_numa_free(w, sizeof(*w));
                         goto fail;
                 }
                 rt->workers[i] = w;
         }
+        steal_orders(rt);
         pc_config_format(&rt->cfg, line, sizeof(line));
         pc_log(PC_LOG_INFO, "%u workers, %s", rt->nworkers, line);
         *out = rt;
@@ -440,9 +493,10 @@ void pc_runtime_destroy(struct pc_runtime *rt)
                 drop_list(w->sq.ovf_head);
                 drop_list(atomic_load(&w->inbox));
                 pc__worker_fini(w);
-                free(w);
+                pc_numa_free(w, sizeof(*w));
         }
         pthread_mutex_destroy(&rt->inj_lock);
+        pc_topo_free(rt->topo);
         free(rt->cpus_str);
         free(rt->sysfs_root_str);
         free(rt->eal_args_str);
@@ -459,6 +513,18 @@ int pc_runtime_worker_cpu(const struct pc_runtime *rt, unsigned w)
         if (rt == NULL || w >= rt->nworkers)
                 return -EINVAL;
         return rt->cpus[w];
+}
+
+const struct pc_topo *pc_runtime_topo(const struct pc_runtime *rt)
+{
+        return rt ? rt->topo : NULL;
+}
+
+int pc_runtime_worker_node(const struct pc_runtime *rt, unsigned w)
+{
+        if (rt == NULL || w >= rt->nworkers)
+                return -EINVAL;
+        return rt->nodes[w];
 }
 
 const struct pc_config *pc_runtime_config(const struct pc_runtime *rt)

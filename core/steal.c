@@ -24,11 +24,13 @@ void pc__steal_order_flat(struct pc_runtime *rt, unsigned w, struct pc_steal_ord
                 if (v != w)
                         o->victims[n++] = (uint16_t)v;
         o->ntiers = n ? 1 : 0;
+        o->nvictims = n;
         o->tier_start[0] = 0;
-        o->tier_start[1] = (uint16_t)n;
+        o->tier_start[1] = n;
+        o->tier_kind[0] = PC_TIER_CACHE;
 }
 
-/* Set our bit, then wake a sleeper if nobody is searching. The seq_cst
+/* Set our bit, then wake a sleeper that could take the work. The seq_cst
  * RMW pairs with a parking worker's seq_cst read of the bitmap after it
  * raised its sleeping flag: either it sees our bit and stays up, or we see
  * it asleep and wake it. */
@@ -39,14 +41,34 @@ void pc__advertise(struct pc_worker *w)
         w->advertised = true;
         atomic_fetch_or_explicit(&rt->stealable[w->id / 64], 1ull << (w->id % 64),
                                  memory_order_seq_cst);
-        if (atomic_load_explicit(&rt->searching, memory_order_seq_cst) != 0 ||
-            atomic_load_explicit(&rt->nsleeping, memory_order_seq_cst) == 0)
+        pc__wake_thief(w, w->remote_min <= PC_ADVERTISE_MIN);
+}
+
+/*
+ * Wake the nearest sleeping worker that could steal from @w: walk @w's own
+ * steal order (the same tiers seen from the other side), near tiers only
+ * unless @remote. Called when our surplus appears, when it reaches the
+ * remote-steal threshold (thieves on other nodes parked while it was
+ * smaller), and by a thief that just stole, so idle workers join in one
+ * after another. A searching worker does not stop us: it may be one that
+ * cannot take this work (another node, under the threshold).
+ */
+void pc__wake_thief(struct pc_worker *w, bool remote)
+{
+        struct pc_runtime *rt = w->rt;
+        const struct pc_steal_order *o = &w->order;
+
+        if (atomic_load_explicit(&rt->nsleeping, memory_order_seq_cst) == 0)
                 return;
-        for (unsigned i = 1; i < rt->nworkers; i++) {
-                struct pc_worker *o = rt->workers[(w->id + i) % rt->nworkers];
-                if (atomic_load_explicit(&o->sleeping, memory_order_seq_cst)) {
-                        pc__wake(o);
+        for (unsigned tier = 0; tier < o->ntiers; tier++) {
+                if (!remote && o->tier_kind[tier] >= PC_TIER_PACKAGE)
                         return;
+                for (unsigned k = o->tier_start[tier]; k < o->tier_start[tier + 1]; k++) {
+                        struct pc_worker *v = rt->workers[o->victims[k]];
+                        if (atomic_load_explicit(&v->sleeping, memory_order_seq_cst)) {
+                                pc__wake(v);
+                                return;
+                        }
                 }
         }
 }
@@ -62,6 +84,31 @@ static inline bool advertises(struct pc_runtime *rt, unsigned v)
 {
         return atomic_load_explicit(&rt->stealable[v / 64], memory_order_relaxed) >> (v % 64) &
                1;
+}
+
+/* Whether a search could succeed now: a victim in a near tier advertises,
+ * or one in a remote tier has a backlog past the threshold. A worker that
+ * parks checks this after raising its sleeping flag, so it neither sleeps
+ * through stealable work nor spins on work it may not take. */
+bool pc__steal_possible(struct pc_worker *w)
+{
+        struct pc_runtime *rt = w->rt;
+        const struct pc_steal_order *o = &w->order;
+
+        for (unsigned tier = 0; tier < o->ntiers; tier++) {
+                bool remote = o->tier_kind[tier] >= PC_TIER_PACKAGE;
+                for (unsigned k = o->tier_start[tier]; k < o->tier_start[tier + 1]; k++) {
+                        unsigned v = o->victims[k];
+                        if (!(atomic_load_explicit(&rt->stealable[v / 64],
+                                                   memory_order_seq_cst) >>
+                              (v % 64) & 1))
+                                continue;
+                        if (!remote || pc__stealq_ring_len(&rt->workers[v]->sq) >=
+                                               rt->cfg.remote_steal_min)
+                                return true;
+                }
+        }
+        return false;
 }
 
 /* Queue the stolen tasks after the first, oldest first, in our own
@@ -92,7 +139,8 @@ static struct pc_task *search(struct pc_worker *w)
                         if (!advertises(rt, v))
                                 continue;
                         w->ls.steal_attempts++;
-                        if (o->tier_remote[tier] &&
+                        /* Package and remote tiers are other nodes. */
+                        if (o->tier_kind[tier] >= PC_TIER_PACKAGE &&
                             pc__stealq_ring_len(vq) < rt->cfg.remote_steal_min) {
                                 w->ls.steal_failures++;
                                 continue;
@@ -110,6 +158,9 @@ static struct pc_task *search(struct pc_worker *w)
                                         got,
                                 memory_order_relaxed);
                         keep_stolen(w, buf, got);
+                        /* More where that came from: bring in a neighbour. */
+                        if (got > 1 || pc__stealq_ring_len(vq) >= PC_ADVERTISE_MIN)
+                                pc__wake_thief(w, false);
                         return buf[0];
                 }
         }

@@ -23,8 +23,7 @@ void pc_task_init(struct pc_task *t, pc_task_fn fn, void *arg, unsigned flags)
 }
 
 /* The free list is empty: take back what other workers freed, else carve a
- * new chunk. The chunk is allocated by the owner itself, so its pages are
- * first touched on the owner's node. */
+ * new chunk from memory on the owner's node. */
 struct pc_task *pc__task_alloc_slow(struct pc_worker *w)
 {
         struct pc_task *t, *chunk;
@@ -42,7 +41,7 @@ struct pc_task *pc__task_alloc_slow(struct pc_worker *w)
                 w->chunks = c;
                 w->cap_chunks = cap;
         }
-        chunk = aligned_alloc(PC_CACHE_LINE, PC_TASK_CHUNK * sizeof(struct pc_task));
+        chunk = pc_numa_alloc(PC_TASK_CHUNK * sizeof(struct pc_task), w->node);
         if (chunk == NULL)
                 return NULL;
         w->chunks[w->nchunks++] = chunk;

@@ -35,30 +35,25 @@ static uint64_t splitmix64(uint64_t x)
 int pc__worker_init(struct pc_worker *w, struct pc_runtime *rt, unsigned id, unsigned runq)
 {
         memset(w, 0, sizeof(*w));
+        w->node = rt->nodes[id];
         w->rt = rt;
         w->id = id;
         w->cpu = rt->cpus[id];
         w->inject_countdown = PC_INJECT_EVERY;
         w->rng = splitmix64(rt->cfg.seed ^ ((uint64_t)id << 32)) | 1;
         w->elastic = rt->cfg.mode == PC_MODE_ELASTIC && rt->nworkers > 1;
+        w->remote_min = rt->cfg.remote_steal_min;
         w->efd = -1;
         w->rq.mask = runq - 1;
-        w->rq.slots = calloc(runq, sizeof(*w->rq.slots));
+        w->rq.slots = pc_numa_alloc(runq * sizeof(*w->rq.slots), w->node);
         w->sq.mask = runq - 1;
-        w->sq.slots = calloc(runq, sizeof(*w->sq.slots));
-        if (w->rq.slots == NULL || w->sq.slots == NULL) {
-                free(w->rq.slots);
-                free(w->sq.slots);
-                return -ENOMEM;
-        }
+        w->sq.slots = pc_numa_alloc(runq * sizeof(*w->sq.slots), w->node);
         w->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-        if (w->efd < 0) {
-                int err = -errno;
-                free(w->rq.slots);
-                free(w->sq.slots);
+        if (w->rq.slots == NULL || w->sq.slots == NULL || w->efd < 0) {
+                int err = w->efd < 0 ? -errno : -ENOMEM;
+                pc__worker_fini(w);
                 return err;
         }
-        pc__steal_order_flat(rt, id, &w->order);
         return 0;
 }
 
@@ -69,10 +64,10 @@ void pc__worker_fini(struct pc_worker *w)
         free(w->pollers);
         free(w->theap);
         for (unsigned i = 0; i < w->nchunks; i++)
-                free(w->chunks[i]);
+                pc_numa_free(w->chunks[i], PC_TASK_CHUNK * sizeof(struct pc_task));
         free(w->chunks);
-        free(w->rq.slots);
-        free(w->sq.slots);
+        pc_numa_free(w->rq.slots, (w->rq.mask + 1) * sizeof(*w->rq.slots));
+        pc_numa_free(w->sq.slots, (w->sq.mask + 1) * sizeof(*w->sq.slots));
         if (w->efd >= 0)
                 close(w->efd);
 }
@@ -289,18 +284,10 @@ static bool work_pending(struct pc_worker *w)
                 return true;
         if (atomic_load_explicit(&rt->done, memory_order_seq_cst))
                 return true;
-        /* Another worker advertises stealable work: pairs with the seq_cst
-         * bit set in pc__advertise(), which then reads nsleeping. */
-        if (w->elastic && !w->stop_seen) {
-                for (unsigned i = 0; i < PC_MAX_WORKERS / 64; i++) {
-                        uint64_t bits = atomic_load_explicit(&rt->stealable[i],
-                                                             memory_order_seq_cst);
-                        if (i == w->id / 64)
-                                bits &= ~(1ull << (w->id % 64));
-                        if (bits)
-                                return true;
-                }
-        }
+        /* Another worker advertises work we may take: pairs with the
+         * seq_cst bit set in pc__advertise(), which then reads nsleeping. */
+        if (w->elastic && !w->stop_seen && pc__steal_possible(w))
+                return true;
         return !w->stop_seen && atomic_load_explicit(&rt->stop_req, memory_order_seq_cst);
 }
 

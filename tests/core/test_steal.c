@@ -285,6 +285,132 @@ static void test_elastic_many_workers(void **state)
         run_imbalance(PC_MODE_ELASTIC, 9);
 }
 
+/* ---- steal tiers on a two-socket machine --------------------------------- */
+
+struct tiers {
+        struct pc_runtime *rt;
+        uint64_t n;
+        int wait_node;   /* hog waits until a task ran on this node */
+        int wait_worker; /* ... or on this worker, if >= 0 */
+        _Atomic uint64_t ran_on_node[2];
+        _Atomic uint64_t ran_on_worker[4];
+        _Atomic uint64_t ran;
+};
+
+static struct tiers T;
+
+static void tier_task(void *arg)
+{
+        int node = pc_runtime_worker_node(T.rt, (unsigned)pc_worker_id());
+
+        (void)arg;
+        atomic_fetch_add(&T.ran_on_node[node], 1);
+        atomic_fetch_add(&T.ran_on_worker[pc_worker_id()], 1);
+        if (atomic_fetch_add(&T.ran, 1) + 1 == T.n)
+                pc_runtime_stop(T.rt);
+}
+
+/* Holds worker 0 until a task it queued ran on the awaited node. */
+static void tier_hog(void *arg)
+{
+        (void)arg;
+        if (T.wait_worker >= 0)
+                while (atomic_load(&T.ran_on_worker[T.wait_worker]) == 0)
+                        pc__cpu_relax();
+        else
+                while (atomic_load(&T.ran_on_node[T.wait_node]) == 0)
+                        pc__cpu_relax();
+}
+
+static void tier_main(void *arg)
+{
+        static struct pc_task hog;
+
+        (void)arg;
+        for (uint64_t i = 0; i < T.n; i++)
+                pc_spawn(tier_task, NULL);
+        pc_task_init(&hog, tier_hog, NULL, PC_STICKY);
+        pc_spawn_task(&hog);
+}
+
+/* Workers placed spread over the fixture's two sockets: 0 and 2 on node 0,
+ * 1 and 3 on node 1. All work starts on worker 0. */
+static void run_tiers(unsigned remote_min, int wait_node, int wait_worker, uint64_t *m,
+                      unsigned *nw)
+{
+        struct pc_config cfg;
+        char root[512];
+        const char *fx = getenv("PC_FIXTURES");
+
+        assert_non_null(fx);
+        snprintf(root, sizeof(root), "%s/intel-2s-smt/sys", fx);
+        memset(&T, 0, sizeof(T));
+        T.n = 20000;
+        T.wait_node = wait_node;
+        T.wait_worker = wait_worker;
+        pc_test_config(&cfg, 4);
+        cfg.mode = PC_MODE_ELASTIC;
+        cfg.sysfs_root = root;
+        cfg.placement = PC_PLACE_SPREAD;
+        cfg.remote_steal_min = remote_min;
+        assert_int_equal(pc_runtime_create(&cfg, &T.rt), 0);
+        *nw = pc_runtime_workers(T.rt);
+        assert_int_equal(*nw, 4);
+        assert_int_equal(pc_runtime_worker_node(T.rt, 0), 0);
+        assert_int_equal(pc_runtime_worker_node(T.rt, 1), 1);
+        assert_int_equal(pc_runtime_worker_node(T.rt, 2), 0);
+        assert_int_equal(pc_runtime_worker_node(T.rt, 3), 1);
+        assert_int_equal(pc_runtime_run(T.rt, tier_main, NULL), 0);
+        assert_int_equal(atomic_load(&T.ran), T.n);
+        assert_int_equal(pc_stats_steals(T.rt, m, (PC_MAX_WORKERS + 1) * PC_MAX_WORKERS), 0);
+        pc_runtime_destroy(T.rt);
+}
+
+static bool same_node(unsigned a, unsigned b)
+{
+        return a % 2 == b % 2;
+}
+
+static void test_tiers_keep_steals_on_node(void **state)
+{
+        static uint64_t m[(PC_MAX_WORKERS + 1) * PC_MAX_WORKERS];
+        uint64_t local = 0;
+        unsigned n;
+
+        (void)state;
+        /* A backlog can never reach the remote threshold: only worker 2,
+         * worker 0's node mate, may take its work. */
+        run_tiers(1000000, 0, 2, m, &n);
+        for (unsigned src = 0; src < n; src++)
+                for (unsigned dst = 0; dst < n; dst++) {
+                        if (same_node(src, dst))
+                                local += m[src * n + dst];
+                        else
+                                assert_int_equal(m[src * n + dst], 0);
+                }
+        assert_true(m[0 * n + 2] > 0);
+        assert_true(local > 0);
+        assert_int_equal(atomic_load(&T.ran_on_node[1]), 0);
+}
+
+static void test_tiers_go_remote_when_it_pays(void **state)
+{
+        static uint64_t m[(PC_MAX_WORKERS + 1) * PC_MAX_WORKERS];
+        uint64_t remote = 0;
+        unsigned n;
+
+        (void)state;
+        /* The hog waits for a task to run on the other socket: only a
+         * cross-node steal can get it there. */
+        run_tiers(1, 1, -1, m, &n);
+        for (unsigned src = 0; src < n; src++)
+                for (unsigned dst = 0; dst < n; dst++)
+                        if (!same_node(src, dst))
+                                remote += m[src * n + dst];
+        assert_true(remote > 0);
+        assert_true(atomic_load(&T.ran_on_node[1]) > 0);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -293,6 +419,8 @@ int main(void)
                 cmocka_unit_test(test_elastic_idle_workers_steal),
                 cmocka_unit_test(test_tpc_never_steals),
                 cmocka_unit_test(test_elastic_many_workers),
+                cmocka_unit_test(test_tiers_keep_steals_on_node),
+                cmocka_unit_test(test_tiers_go_remote_when_it_pays),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
