@@ -19,6 +19,10 @@
 static struct bench_record records[BENCH_MAX_RECORDS];
 static unsigned nrecords;
 
+/* The measurement in progress, for bench_extra(); NULL during warm-up. */
+static struct bench_record *measuring;
+static unsigned first_extra;
+
 struct suite {
         const char *name;
         int (*run)(const struct bench_opts *o);
@@ -30,6 +34,31 @@ static const struct suite suites[] = {
         {"imbalance", suite_imbalance, "makespan of uneven work, skewed and balanced"},
 };
 #define NSUITES (sizeof(suites) / sizeof(suites[0]))
+
+void bench_extra(const char *metric, const char *unit, bool lower_is_better, double v)
+{
+        struct bench_record *r;
+        unsigned i;
+
+        if (measuring == NULL)
+                return;
+        for (i = first_extra; i < nrecords; i++)
+                if (strcmp(records[i].metric, metric) == 0)
+                        break;
+        if (i == nrecords) {
+                if (nrecords == BENCH_MAX_RECORDS)
+                        return;
+                r = &records[nrecords++];
+                *r = *measuring;
+                r->metric = metric;
+                r->unit = unit;
+                r->lower_is_better = lower_is_better;
+                r->nvalues = 0;
+        }
+        r = &records[i];
+        if (r->nvalues < BENCH_MAX_RUNS)
+                r->values[r->nvalues++] = v;
+}
 
 void bench_progress(const char *fmt, ...)
 {
@@ -115,17 +144,22 @@ int bench_measure(const struct bench_opts *o, const char *suite, const char *kas
                         pc_strerror((int)v));
                 return (int)v;
         }
+        r->workers = workers;
+        nrecords++;
+        measuring = r;
+        first_extra = nrecords;
         for (unsigned i = 0; i < o->runs; i++) {
                 v = fn(o, mode, &workers, ctx);
                 if (v < 0) {
                         fprintf(stderr, "percore-bench: %s/%s %s: %s\n", suite, kase,
                                 mode_name, pc_strerror((int)v));
+                        measuring = NULL;
+                        nrecords = first_extra - 1;
                         return (int)v;
                 }
                 r->values[r->nvalues++] = v;
         }
-        r->workers = workers;
-        nrecords++;
+        measuring = NULL;
         bench_progress("%s/%s %s: %s median %.4g %s", suite, kase, mode_name, metric,
                        median(r), unit);
         return 0;

@@ -53,6 +53,13 @@ int bench_measure(const struct bench_opts *o, const char *suite, const char *kas
                   const char *mode_name, enum pc_mode mode, const char *metric,
                   const char *unit, bool lower_is_better, bench_run_fn fn, void *ctx);
 
+/*
+ * Report a second metric from inside a measured run (say, steals beside a
+ * makespan). It becomes its own record with the suite, case, mode and
+ * workers of the measurement in progress; ignored during the warm-up.
+ */
+void bench_extra(const char *metric, const char *unit, bool lower_is_better, double v);
+
 /* Progress for long suites, on stderr. */
 void bench_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -6,7 +6,8 @@
  * The metric is the makespan, from the first spawn to the last task's end.
  * Thread-per-core mode can only run the skewed bag on worker 0; elastic
  * mode lets idle workers take it. The peer "ideal" is the serial time of
- * the same bag measured in the same run on one worker, divided by N.
+ * the same bag measured in the same run on one worker, divided by N; each
+ * run also reports its makespan divided by that ideal and its steals.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -24,6 +25,7 @@ struct imb_ctx {
         _Atomic unsigned left;
         uint64_t t_start, t_end;
         _Atomic uint64_t sink;
+        double ideal_ms; /* serial time / N, measured before the runs */
 };
 
 static struct imb_ctx C;
@@ -104,6 +106,15 @@ static double imb_once(const struct bench_opts *o, enum pc_mode mode, bool skewe
         *workers = C.nworkers;
         atomic_store(&C.left, NTASKS);
         rc = pc_runtime_run(C.rt, imb_main, NULL);
+        if (rc == 0 && C.ideal_ms > 0) {
+                struct pc_worker_stats st[PC_MAX_WORKERS];
+                double steals = 0, ms = (double)(C.t_end - C.t_start) / 1e6;
+                int n = pc_stats_snapshot(C.rt, st, PC_MAX_WORKERS);
+                for (int i = 0; i < n; i++)
+                        steals += (double)st[i].stolen;
+                bench_extra("makespan_ratio_to_ideal", "x", true, ms / C.ideal_ms);
+                bench_extra("steals", "tasks", true, steals);
+        }
         pc_runtime_destroy(C.rt);
         if (rc)
                 return rc;
@@ -128,7 +139,11 @@ static double balanced_run(const struct bench_opts *o, enum pc_mode mode, unsign
 static double ideal_run(const struct bench_opts *o, enum pc_mode mode, unsigned *w, void *x)
 {
         unsigned *n = x, one;
-        double serial = imb_once(o, PC_MODE_TPC, true, 1, &one);
+        double saved = C.ideal_ms, serial;
+
+        C.ideal_ms = 0; /* a serial run reports no ratio of its own */
+        serial = imb_once(o, PC_MODE_TPC, true, 1, &one);
+        C.ideal_ms = saved;
 
         (void)mode;
         if (serial < 0)
@@ -153,6 +168,22 @@ int suite_imbalance(const struct bench_opts *o)
                 return rc;
         n = pc_runtime_workers(rt);
         pc_runtime_destroy(rt);
+
+        /* The ideal first, median of three serial runs, so every measured
+         * run can be divided by it. */
+        {
+                double v[3];
+                unsigned one;
+                for (int i = 0; i < 3; i++) {
+                        v[i] = imb_once(o, PC_MODE_TPC, true, 1, &one);
+                        if (v[i] < 0)
+                                return (int)v[i];
+                }
+                if (v[0] > v[1]) { double x = v[0]; v[0] = v[1]; v[1] = x; }
+                if (v[1] > v[2]) { double x = v[1]; v[1] = v[2]; v[2] = x; }
+                if (v[0] > v[1]) { double x = v[0]; v[0] = v[1]; v[1] = x; }
+                C.ideal_ms = v[1] / n;
+        }
 
         for (unsigned m = 0; m < o->nmodes; m++) {
                 rc = bench_measure(o, "imbalance", "skewed", pc_mode_name(o->modes[m]),
