@@ -31,6 +31,7 @@
 #define PC_STOP_POLL_NS 100000  /* coordinator's re-check period while draining */
 #define PC_ADVERTISE_MIN 2      /* stealable tasks before a worker advertises */
 #define PC_OWNER_BATCH 8        /* stealable tasks the owner claims per CAS */
+#define PC_SPILL_MAX 2048       /* most tasks a full stealable ring spills at once */
 
 /* Task owners that are not workers. */
 #define PC_OWNER_HEAP 0xfffeu /* malloc'd by pc_runtime_inject(): free() it */
@@ -95,6 +96,7 @@ struct pc_local_stats {
         uint64_t steal_attempts;
         uint64_t steal_failures;
         uint64_t searches;
+        uint64_t spilled;
 };
 
 /*
@@ -255,12 +257,15 @@ void pc__worker_fini(struct pc_worker *w);
 struct pc_task *pc__task_alloc_slow(struct pc_worker *w);
 void pc__task_free_remote(struct pc_runtime *rt, struct pc_task *t);
 int pc__inject(struct pc_runtime *rt, struct pc_task *t);
+void pc__inject_list(struct pc_runtime *rt, struct pc_task *first, struct pc_task *last,
+                     uint64_t n);
 
 /* steal.c */
 struct pc_task *pc__steal(struct pc_worker *w);
 bool pc__steal_possible(struct pc_worker *w);
 void pc__steal_order_flat(struct pc_runtime *rt, unsigned w, struct pc_steal_order *o);
 void pc__advertise(struct pc_worker *w);
+void pc__spill(struct pc_worker *w, struct pc_task *t);
 void pc__wake_thief(struct pc_worker *w, bool remote);
 void pc__unadvertise(struct pc_worker *w);
 
@@ -335,7 +340,10 @@ static inline void pc__push_local(struct pc_worker *w, struct pc_task *t)
                 pc__runq_push(&w->rq, t);
                 return;
         }
-        pc__stealq_push(&w->sq, t);
+        if (unlikely(!pc__stealq_push(&w->sq, t))) {
+                pc__spill(w, t);
+                return;
+        }
         if (!w->advertised) {
                 if (pc__stealq_ring_len(&w->sq) >= PC_ADVERTISE_MIN)
                         pc__advertise(w);
@@ -353,7 +361,7 @@ static inline uint64_t pc__queued(struct pc_worker *w)
         uint64_t n = pc__runq_len(&w->rq);
 
         if (w->elastic)
-                n += pc__stealq_ring_len(&w->sq) + w->sq.ovf_len + (w->batch_n - w->batch_i);
+                n += pc__stealq_ring_len(&w->sq) + (w->batch_n - w->batch_i);
         return n;
 }
 

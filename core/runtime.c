@@ -490,7 +490,6 @@ void pc_runtime_destroy(struct pc_runtime *rt)
                         t->next = NULL;
                         drop_list(t);
                 }
-                drop_list(w->sq.ovf_head);
                 drop_list(atomic_load(&w->inbox));
                 pc__worker_fini(w);
                 pc_numa_free(w, sizeof(*w));

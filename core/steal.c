@@ -86,6 +86,29 @@ static inline bool advertises(struct pc_runtime *rt, unsigned v)
                1;
 }
 
+/*
+ * The stealable ring is full: move its older half, then @t, to the global
+ * injector in one batch (one lock), where any worker can take them, like
+ * Tokio does. Keeping them in a list only this worker can reach would
+ * strand them whenever it is busy in a long task.
+ */
+void pc__spill(struct pc_worker *w, struct pc_task *t)
+{
+        struct pc_task *buf[PC_SPILL_MAX];
+        unsigned half = (unsigned)((w->sq.mask + 1) / 2), got;
+
+        if (half > PC_SPILL_MAX)
+                half = PC_SPILL_MAX;
+        got = pc__stealq_pop_batch(&w->sq, buf, half);
+        for (unsigned i = 0; i + 1 < got; i++)
+                buf[i]->next = buf[i + 1];
+        if (got)
+                buf[got - 1]->next = t;
+        t->next = NULL;
+        pc__inject_list(w->rt, got ? buf[0] : t, t, got + 1ull);
+        w->ls.spilled += got + 1;
+}
+
 /* Whether a search could succeed now: a victim in a near tier advertises,
  * or one in a remote tier has a backlog past the threshold. A worker that
  * parks checks this after raising its sleeping flag, so it neither sleeps
@@ -158,9 +181,11 @@ static struct pc_task *search(struct pc_worker *w)
                                         got,
                                 memory_order_relaxed);
                         keep_stolen(w, buf, got);
-                        /* More where that came from: bring in a neighbour. */
+                        /* More where that came from: bring in the nearest
+                         * sleeper, one on another node too if the backlog
+                         * left is worth a remote steal. */
                         if (got > 1 || pc__stealq_ring_len(vq) >= PC_ADVERTISE_MIN)
-                                pc__wake_thief(w, false);
+                                pc__wake_thief(w, pc__stealq_ring_len(vq) >= w->remote_min);
                         return buf[0];
                 }
         }

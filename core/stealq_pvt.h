@@ -11,14 +11,15 @@
  * reads head with acquire, pairing with the thieves' release CAS, so no
  * thief can be reading a slot the owner is rewriting.
  *
- * When the ring is full the owner queues into a private overflow list;
- * while that list is non-empty every push goes there too, and the owner
- * moves tasks back into the ring as room appears, so order is kept.
+ * A push into a full ring fails; the caller (pc__push_local) then moves
+ * the older half of the ring to the global injector, where any worker can
+ * take it, so work never piles up where only a busy owner could reach it.
  */
 #ifndef PC_STEALQ_PVT_H
 #define PC_STEALQ_PVT_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "percore.h"
@@ -30,8 +31,6 @@ struct pc_stealq {
         _Atomic(struct pc_task *) *slots;
         /* owner only */
         uint64_t seen_head; /* a head value read with acquire, <= head */
-        struct pc_task *ovf_head, *ovf_tail;
-        uint64_t ovf_len;
 };
 
 static inline uint64_t pc__stealq_ring_len(struct pc_stealq *q)
@@ -42,46 +41,22 @@ static inline uint64_t pc__stealq_ring_len(struct pc_stealq *q)
         return t - h;
 }
 
-/* Owner: move overflow tasks into the ring while there is room. */
-static inline void pc__stealq_refill(struct pc_stealq *q)
-{
-        uint64_t t = atomic_load_explicit(&q->tail, memory_order_relaxed);
-        uint64_t h = atomic_load_explicit(&q->head, memory_order_acquire);
-
-        while (q->ovf_head && t - h <= q->mask) {
-                struct pc_task *x = q->ovf_head;
-                q->ovf_head = x->next;
-                q->ovf_len--;
-                atomic_store_explicit(&q->slots[t & q->mask], x, memory_order_relaxed);
-                t++;
-        }
-        if (q->ovf_head == NULL)
-                q->ovf_tail = NULL;
-        atomic_store_explicit(&q->tail, t, memory_order_release);
-}
-
-/* Owner only. */
-static inline void pc__stealq_push(struct pc_stealq *q, struct pc_task *x)
+/* Owner only. Returns false, queueing nothing, when the ring is full. */
+static inline bool pc__stealq_push(struct pc_stealq *q, struct pc_task *x)
 {
         uint64_t t = atomic_load_explicit(&q->tail, memory_order_relaxed);
 
         /* A slot is free once head passed it; an older head read with
          * acquire proves that for every slot below it, so re-read head
          * (a line thieves write) only when the ring looks full. */
-        if (t - q->seen_head > q->mask)
+        if (t - q->seen_head > q->mask) {
                 q->seen_head = atomic_load_explicit(&q->head, memory_order_acquire);
-        if (q->ovf_head == NULL && t - q->seen_head <= q->mask) {
-                atomic_store_explicit(&q->slots[t & q->mask], x, memory_order_relaxed);
-                atomic_store_explicit(&q->tail, t + 1, memory_order_release);
-                return;
+                if (t - q->seen_head > q->mask)
+                        return false;
         }
-        x->next = NULL;
-        if (q->ovf_tail)
-                q->ovf_tail->next = x;
-        else
-                q->ovf_head = x;
-        q->ovf_tail = x;
-        q->ovf_len++;
+        atomic_store_explicit(&q->slots[t & q->mask], x, memory_order_relaxed);
+        atomic_store_explicit(&q->tail, t + 1, memory_order_release);
+        return true;
 }
 
 /* Owner only: the oldest task, or NULL. */
@@ -90,24 +65,15 @@ static inline struct pc_task *pc__stealq_pop(struct pc_stealq *q)
         uint64_t t = atomic_load_explicit(&q->tail, memory_order_relaxed);
         uint64_t h = atomic_load_explicit(&q->head, memory_order_acquire);
 
-        for (;;) {
-                struct pc_task *x;
-                if (h == t) {
-                        if (q->ovf_head == NULL)
-                                return NULL;
-                        pc__stealq_refill(q);
-                        t = atomic_load_explicit(&q->tail, memory_order_relaxed);
-                        continue;
-                }
-                x = atomic_load_explicit(&q->slots[h & q->mask], memory_order_relaxed);
+        while (h != t) {
+                struct pc_task *x =
+                        atomic_load_explicit(&q->slots[h & q->mask], memory_order_relaxed);
                 if (atomic_compare_exchange_weak_explicit(&q->head, &h, h + 1,
                                                           memory_order_acq_rel,
-                                                          memory_order_acquire)) {
-                        if (q->ovf_head)
-                                pc__stealq_refill(q);
+                                                          memory_order_acquire))
                         return x;
-                }
         }
+        return NULL;
 }
 
 /*
@@ -121,15 +87,8 @@ static inline unsigned pc__stealq_pop_batch(struct pc_stealq *q, struct pc_task 
         uint64_t t = atomic_load_explicit(&q->tail, memory_order_relaxed);
         uint64_t h = atomic_load_explicit(&q->head, memory_order_acquire);
 
-        for (;;) {
+        while (h != t) {
                 uint64_t len, n;
-                if (h == t) {
-                        if (q->ovf_head == NULL)
-                                return 0;
-                        pc__stealq_refill(q);
-                        t = atomic_load_explicit(&q->tail, memory_order_relaxed);
-                        continue;
-                }
                 len = t - h;
                 n = len - len / 2;
                 if (n > max)
@@ -139,12 +98,10 @@ static inline unsigned pc__stealq_pop_batch(struct pc_stealq *q, struct pc_task 
                                                       memory_order_relaxed);
                 if (atomic_compare_exchange_weak_explicit(&q->head, &h, h + n,
                                                           memory_order_acq_rel,
-                                                          memory_order_acquire)) {
-                        if (q->ovf_head)
-                                pc__stealq_refill(q);
+                                                          memory_order_acquire))
                         return (unsigned)n;
-                }
         }
+        return 0;
 }
 
 /*

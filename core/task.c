@@ -152,33 +152,12 @@ int pc_spawn_task_on(unsigned worker, struct pc_task *t)
         return spawn_to(w, worker, t);
 }
 
-/* Append to the global injector and wake one sleeping worker. The length is
- * published with a seq_cst store before the sleep flags are read, pairing
- * with the worker's seq_cst sleep flag store before it reads the length. */
-int pc__inject(struct pc_runtime *rt, struct pc_task *t)
+/* Wake one sleeping worker, starting from a rotating index. */
+static void wake_one(struct pc_runtime *rt)
 {
-        unsigned n = rt->nworkers, start;
+        unsigned n = rt->nworkers;
+        unsigned start = atomic_fetch_add_explicit(&rt->wake_rr, 1, memory_order_relaxed);
 
-        t->next = NULL;
-        pthread_mutex_lock(&rt->inj_lock);
-        /* Read under the lock: once the coordinator has seen stop_req and
-         * taken this lock, no later submission can slip in unseen. */
-        if (atomic_load_explicit(&rt->stop_req, memory_order_seq_cst)) {
-                pthread_mutex_unlock(&rt->inj_lock);
-                return -ESHUTDOWN;
-        }
-        if (rt->inj_tail)
-                rt->inj_tail->next = t;
-        else
-                rt->inj_head = t;
-        rt->inj_tail = t;
-        rt->inj_pushed++;
-        atomic_store_explicit(&rt->inj_len,
-                              atomic_load_explicit(&rt->inj_len, memory_order_relaxed) + 1,
-                              memory_order_seq_cst);
-        pthread_mutex_unlock(&rt->inj_lock);
-
-        start = atomic_fetch_add_explicit(&rt->wake_rr, 1, memory_order_relaxed);
         for (unsigned i = 0; i < n; i++) {
                 struct pc_worker *w = rt->workers[(start + i) % n];
                 if (atomic_load_explicit(&w->sleeping, memory_order_seq_cst)) {
@@ -186,7 +165,51 @@ int pc__inject(struct pc_runtime *rt, struct pc_task *t)
                         break;
                 }
         }
+}
+
+/* Append a linked batch under the lock. The length is published with a
+ * seq_cst store before the sleep flags are read, pairing with the worker's
+ * seq_cst sleep flag store before it reads the length. */
+static void inject_locked(struct pc_runtime *rt, struct pc_task *first, struct pc_task *last,
+                          uint64_t n)
+{
+        last->next = NULL;
+        if (rt->inj_tail)
+                rt->inj_tail->next = first;
+        else
+                rt->inj_head = first;
+        rt->inj_tail = last;
+        rt->inj_pushed += n;
+        atomic_store_explicit(&rt->inj_len,
+                              atomic_load_explicit(&rt->inj_len, memory_order_relaxed) + n,
+                              memory_order_seq_cst);
+}
+
+int pc__inject(struct pc_runtime *rt, struct pc_task *t)
+{
+        pthread_mutex_lock(&rt->inj_lock);
+        /* Read under the lock: once the coordinator has seen stop_req and
+         * taken this lock, no later submission can slip in unseen. */
+        if (atomic_load_explicit(&rt->stop_req, memory_order_seq_cst)) {
+                pthread_mutex_unlock(&rt->inj_lock);
+                return -ESHUTDOWN;
+        }
+        inject_locked(rt, t, t, 1);
+        pthread_mutex_unlock(&rt->inj_lock);
+        wake_one(rt);
         return 0;
+}
+
+/* A worker's own tasks moving to the injector (a full stealable ring):
+ * accepted while stopping too, since they are already in the system and
+ * counted, unlike new external submissions. */
+void pc__inject_list(struct pc_runtime *rt, struct pc_task *first, struct pc_task *last,
+                     uint64_t n)
+{
+        pthread_mutex_lock(&rt->inj_lock);
+        inject_locked(rt, first, last, n);
+        pthread_mutex_unlock(&rt->inj_lock);
+        wake_one(rt);
 }
 
 int pc_runtime_inject(struct pc_runtime *rt, pc_task_fn fn, void *arg)

@@ -7,10 +7,9 @@
  * the loader's: any content gives 0 or -errno, never a crash or a leak.
  *
  * Built as a libFuzzer target (fuzz_topo) when the compiler is clang, and
- * always as a driver (fuzz_topo_driver) that replays files or directories
- * of inputs, so the committed corpus runs as a regression test under gcc.
+ * always with driver.c (fuzz_topo_driver), which replays the committed
+ * corpus and mutations of it as a regression test under any compiler.
  */
-#include <dirent.h>
 #include <stdint.h>
 
 #include "fixture_util.h"
@@ -117,51 +116,3 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
 }
 
-#ifdef PC_FUZZ_DRIVER
-static int run_file(const char *path)
-{
-        static uint8_t buf[65536];
-        FILE *f = fopen(path, "rb");
-        size_t n;
-
-        if (f == NULL) {
-                fprintf(stderr, "fuzz_topo: cannot open %s\n", path);
-                return -1;
-        }
-        n = fread(buf, 1, sizeof(buf), f);
-        fclose(f);
-        LLVMFuzzerTestOneInput(buf, n);
-        return 0;
-}
-
-int main(int argc, char **argv)
-{
-        unsigned ran = 0;
-
-        for (int i = 1; i < argc; i++) {
-                struct dirent **ents;
-                char path[PATH_MAX + 256];
-                int n = scandir(argv[i], &ents, NULL, alphasort);
-
-                if (n < 0) {
-                        if (run_file(argv[i]) != 0)
-                                return 1;
-                        ran++;
-                        continue;
-                }
-                for (int e = 0; e < n; e++) {
-                        if (ents[e]->d_name[0] != '.') {
-                                snprintf(path, sizeof(path), "%s/%s", argv[i],
-                                         ents[e]->d_name);
-                                if (run_file(path) != 0)
-                                        return 1;
-                                ran++;
-                        }
-                        free(ents[e]);
-                }
-                free(ents);
-        }
-        printf("fuzz_topo: %u inputs, no crash\n", ran);
-        return ran ? 0 : 1;
-}
-#endif
