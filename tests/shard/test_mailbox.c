@@ -214,7 +214,7 @@ static void run_storm(enum pc_mode mode)
                 S.left[w] = S.per_driver;
         S.stop_when_done = true;
 
-        watchdog_start(&wd, S.rt, 300);
+        watchdog_start(&wd, S.rt, 120);
         assert_int_equal(pc_runtime_run(S.rt, storm_main, NULL), 0);
         assert_false(watchdog_end(&wd));
 
@@ -323,9 +323,13 @@ static void test_stop_mid_storm_loses_nothing(void **state)
         per = pc_test_scaled(20000);
 
         for (int round = 0; round < 2; round++) {
+                struct watchdog wd;
+
                 atomic_store(&blocking_ran, 0);
                 atomic_store(&blocking_done_ok, 0);
+                watchdog_start(&wd, S.rt, 60);
                 assert_int_equal(pc_runtime_run(S.rt, drain_main, (void *)(uintptr_t)per), 0);
+                assert_false(watchdog_end(&wd));
                 /* msgs counts checked submits and replies, so every burst
                  * message and every reply arrived, in order. */
                 assert_int_equal(atomic_load(&S.send_err), 0);
@@ -425,6 +429,91 @@ static void test_overflow_sender_sleeps_and_is_woken(void **state)
         assert_int_equal(st.overflowed, BP_MSGS - 4);
         assert_true(st.space_waits > 0);
         pc_runtime_destroy(B.rt);
+}
+
+/* ---- ping-pong under parking: no lost wake-up ---------------------------- */
+
+/*
+ * Pairs of workers bounce one call at a time (a call, then a submit back)
+ * with PERCORE_IDLE=park, so nearly every message lands on a worker that
+ * is going to sleep or asleep. A lost wake-up leaves a pair stuck, and the
+ * watchdog fails the test.
+ */
+#define PW 4
+
+static struct {
+        struct pc_runtime *rt;
+        uint64_t rounds;
+        _Atomic unsigned pairs_done;
+        _Atomic uint64_t bad;
+} P;
+
+static void pp_serve(void *arg);
+
+static void pp_back(void *result, void *arg)
+{
+        uint64_t round = (uint64_t)(uintptr_t)arg;
+        unsigned me = (unsigned)pc_worker_id();
+
+        if ((uintptr_t)result != (uintptr_t)arg + 1 || me % 2 != 0)
+                atomic_fetch_add(&P.bad, 1);
+        /* The next round goes the other way: the peer submits to us. */
+        if (pc_submit(me + 1, pp_serve, (void *)(uintptr_t)(round + 1)) != 0)
+                atomic_fetch_add(&P.bad, 1);
+}
+
+static void *pp_answer(void *arg)
+{
+        return (void *)((uintptr_t)arg + 1);
+}
+
+static void pp_call(void *arg)
+{
+        unsigned me = (unsigned)pc_worker_id();
+
+        if (pc_call(me + 1, pp_answer, arg, pp_back, arg) != 0)
+                atomic_fetch_add(&P.bad, 1);
+}
+
+/* On the odd worker of a pair: bounce back to the even one, or finish. */
+static void pp_serve(void *arg)
+{
+        uint64_t round = (uint64_t)(uintptr_t)arg;
+        unsigned me = (unsigned)pc_worker_id();
+
+        if (round == P.rounds) {
+                if (atomic_fetch_add(&P.pairs_done, 1) + 1 == PW / 2)
+                        pc_runtime_stop(P.rt);
+                return;
+        }
+        if (pc_submit(me - 1, pp_call, arg) != 0)
+                atomic_fetch_add(&P.bad, 1);
+}
+
+static void pp_main(void *arg)
+{
+        (void)arg;
+        for (unsigned w = 0; w < PW; w += 2)
+                pc_submit(w, pp_call, (void *)(uintptr_t)0);
+}
+
+static void test_ping_pong_parking(void **state)
+{
+        struct pc_config cfg;
+        struct watchdog wd;
+
+        (void)state;
+        memset(&P, 0, sizeof(P));
+        pc_test_config(&cfg, PW);
+        assert_int_equal(pc_runtime_create(&cfg, &P.rt), 0);
+        assert_int_equal(pc_shard_init(P.rt, NULL), 0);
+        P.rounds = pc_test_scaled(100000);
+        watchdog_start(&wd, P.rt, 120);
+        assert_int_equal(pc_runtime_run(P.rt, pp_main, NULL), 0);
+        assert_false(watchdog_end(&wd));
+        assert_int_equal(atomic_load(&P.bad), 0);
+        assert_int_equal(atomic_load(&P.pairs_done), PW / 2);
+        pc_runtime_destroy(P.rt);
 }
 
 /* ---- idle polls inspect no ring, with 64 workers ------------------------- */
@@ -545,6 +634,7 @@ int main(void)
                 cmocka_unit_test(test_storm_fifo_exactly_once_elastic),
                 cmocka_unit_test(test_stop_mid_storm_loses_nothing),
                 cmocka_unit_test(test_overflow_sender_sleeps_and_is_woken),
+                cmocka_unit_test(test_ping_pong_parking),
                 cmocka_unit_test(test_idle_poll_inspects_no_ring),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
