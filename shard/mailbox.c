@@ -299,9 +299,22 @@ static unsigned drain_all(struct pc__shard_worker *sw)
 
         for (unsigned i = 0; i < sw->db_words; i++) {
                 uint64_t bits = sw->carry[i];
+                uint64_t peek = atomic_load_explicit(&db[i], memory_order_relaxed);
 
-                if (atomic_load_explicit(&db[i], memory_order_relaxed))
+                if (peek) {
+                        /* Start the misses on each flagged ring's tail line and
+                         * first unread slot (our head is ours to read), so they
+                         * overlap the exchange instead of following it. */
+                        for (uint64_t p = peek; p; p &= p - 1) {
+                                unsigned idx = i * 64 + (unsigned)__builtin_ctzll(p);
+                                struct pc__ring *r = in_ring(sw->sh, sw->id, idx);
+                                uint32_t h = atomic_load_explicit(&r->head,
+                                                                  memory_order_relaxed);
+                                __builtin_prefetch(&r->tail);
+                                __builtin_prefetch(&r->slots[h & sw->mask]);
+                        }
                         bits |= atomic_exchange_explicit(&db[i], 0, memory_order_seq_cst);
+                }
                 if (bits == 0)
                         continue;
                 sw->carry[i] = 0;
