@@ -53,6 +53,8 @@ struct pc_runq {
         uint64_t ovf_len;
 };
 
+struct pc__shard_worker;
+
 struct pc_poller {
         const struct pc_poller_ops *ops;
         void *arg;
@@ -140,6 +142,7 @@ struct pc_worker {
         void **chunks;
         unsigned nchunks, cap_chunks;
         struct pc_local_stats ls;
+        struct pc__shard_worker *shard; /* shard/ state; set before run, NULL without */
         /* quiescence counters, owner-written, read by the coordinator */
         _Atomic uint64_t sent PC_ALIGNED; /* tasks pushed to other workers */
         _Atomic uint64_t recv;            /* tasks taken from the inbox */
@@ -189,6 +192,22 @@ struct pc__launcher {
         void (*fini)(struct pc_runtime *rt);
 };
 
+/*
+ * A module that keeps per-worker state (shard/ now, net/ later) hooks into
+ * the runtime's lifecycle. Added before pc_runtime_run(), from the thread
+ * that owns the runtime; the runtime keeps the pointer until destroy.
+ */
+struct pc__module {
+        struct pc__module *next;
+        void *arg;
+        /* Called by each worker on its own thread when its loop starts, on
+         * every run, before it runs anything; pc__self is set. May be NULL. */
+        void (*worker_start)(struct pc_worker *w, void *arg);
+        /* Called by pc_runtime_destroy() before the workers are freed. May be
+         * NULL. The module may free @m itself here. */
+        void (*destroy)(struct pc_runtime *rt, void *arg);
+};
+
 struct pc_runtime {
         struct pc_config cfg;
         const struct pc__launcher *launcher;
@@ -217,6 +236,7 @@ struct pc_runtime {
         _Atomic int running;
         _Atomic int main_done;
         struct pc_task main_task;
+        struct pc__module *modules; /* in the order they were added */
 };
 
 /* The calling thread's worker, NULL off-worker. */
@@ -252,6 +272,9 @@ void pc__worker_loop(struct pc_worker *w);
 void pc__wake(struct pc_worker *w);
 int pc__worker_init(struct pc_worker *w, struct pc_runtime *rt, unsigned id, unsigned runq);
 void pc__worker_fini(struct pc_worker *w);
+
+/* runtime.c */
+void pc__module_add(struct pc_runtime *rt, struct pc__module *m);
 
 /* task.c */
 struct pc_task *pc__task_alloc_slow(struct pc_worker *w);

@@ -448,6 +448,7 @@ int pc_runtime_worker_node(const struct pc_runtime *rt, unsigned w);
 #endif
 
 /* The other modules' public headers: one include for a user. */
+#include "pc_shard.h"
 #include "pc_topo.h"
 
 #endif /* PERCORE_H */

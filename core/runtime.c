@@ -472,6 +472,11 @@ void pc_runtime_destroy(struct pc_runtime *rt)
                         signals_installed = false;
                 }
         }
+        for (struct pc__module *m = rt->modules, *next; m; m = next) {
+                next = m->next;
+                if (m->destroy)
+                        m->destroy(rt, m->arg);
+        }
         if (rt->launcher && rt->launcher->fini)
                 rt->launcher->fini(rt);
         drop_list(rt->inj_head);
@@ -500,6 +505,16 @@ void pc_runtime_destroy(struct pc_runtime *rt)
         free(rt->sysfs_root_str);
         free(rt->eal_args_str);
         free(rt);
+}
+
+void pc__module_add(struct pc_runtime *rt, struct pc__module *m)
+{
+        struct pc__module **pp = &rt->modules;
+
+        while (*pp)
+                pp = &(*pp)->next;
+        m->next = NULL;
+        *pp = m;
 }
 
 unsigned pc_runtime_workers(const struct pc_runtime *rt)

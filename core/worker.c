@@ -462,6 +462,9 @@ void pc__worker_loop(struct pc_worker *w)
         struct pc_runtime *rt = w->rt;
 
         pc__self = w;
+        for (struct pc__module *m = rt->modules; m; m = m->next)
+                if (m->worker_start)
+                        m->worker_start(w, m->arg);
         w->stop_seen = false;
         w->idle_since = 0;
         w->last_ns = pc__now();

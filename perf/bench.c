@@ -32,6 +32,7 @@ struct suite {
 static const struct suite suites[] = {
         {"spawn", suite_spawn, "local spawn+run throughput per worker"},
         {"imbalance", suite_imbalance, "makespan of uneven work, skewed and balanced"},
+        {"msg", suite_msg, "cross-core submit throughput and call round trip, 2 workers"},
 };
 #define NSUITES (sizeof(suites) / sizeof(suites[0]))
 

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the msg suite shares with its peers: the message sink both sides
+ * call, and a pair of pinned threads.
+ */
+#ifndef PC_BENCH_MSG_PEERS_H
+#define PC_BENCH_MSG_PEERS_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* The receiving side's count: a plain counter its thread owns, published
+ * every 64 messages so the sender's flow control reads a line that rarely
+ * moves. */
+struct msg_sink {
+        uint64_t n;
+        char pad0[56];
+        _Atomic uint64_t pub;
+        char pad1[56];
+};
+
+/* One message's work, the same for percore and its peers. */
+void msg_sink_fn(void *arg);
+
+/*
+ * Run @a on @cpu0 and @b on @cpu1 (pinned when @pin), both with @arg, and
+ * join them. Returns 0 or a negative errno.
+ */
+int msg_pair_run(bool pin, int cpu0, void *(*a)(void *), int cpu1, void *(*b)(void *),
+                 void *arg);
+
+/*
+ * DPDK rte_ring SP/SC peer of pc_submit(): one thread on @cpu0 enqueues
+ * bursts of 32 message pointers for @duration_s, one on @cpu1 dequeues
+ * bursts and runs each. Returns messages per second, or a negative errno
+ * (-ENOTSUP when percore-bench was built without DPDK).
+ */
+double msg_peer_rte_ring(bool pin, int cpu0, int cpu1, double duration_s);
+
+#endif

@@ -1,0 +1,369 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * msg: cross-core messages between two workers.
+ *
+ *   submit  one-way pc_submit() throughput from worker 0 to worker 1
+ *           (msgs_per_sec); beside it peer:rte_ring, DPDK's SP/SC ring
+ *           between two threads pinned to the same two CPUs, bursts of 32.
+ *   call    pc_call() round trip, worker 0 -> 1 -> 0, one call in flight
+ *           (call_rtt_ns, mean per run; the table shows the median run);
+ *           beside it peer:cacheline, two pinned threads bouncing a counter
+ *           on one cache line: the hardware's floor for a round trip.
+ *
+ * Both sides run the same sink per message. The submit driver keeps at most
+ * WINDOW messages in flight (reading the receiver's published count once
+ * per batch), so it measures the rings, not an ever-growing overflow.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "bench.h"
+#include "msg_peers.h"
+#include "pc_shard.h"
+
+#define MSG_WORKERS 2
+#define MSG_RING 1024
+#define SUBMIT_BATCH 64
+#define WINDOW (4 * MSG_RING)
+
+void msg_sink_fn(void *arg)
+{
+        struct msg_sink *s = arg;
+
+        if ((++s->n & 63) == 0)
+                atomic_store_explicit(&s->pub, s->n, memory_order_relaxed);
+}
+
+/* Both threads wait for a go (1) or a no-go (-1), so a pair whose second
+ * thread could not start never leaves the first spinning on its peer. */
+struct pair_arg {
+        void *(*fn)(void *);
+        void *arg;
+        _Atomic int *go;
+};
+
+static void *pair_main(void *arg)
+{
+        struct pair_arg *pa = arg;
+        int go;
+
+        while ((go = atomic_load_explicit(pa->go, memory_order_acquire)) == 0)
+                sched_yield();
+        return go > 0 ? pa->fn(pa->arg) : NULL;
+}
+
+int msg_pair_run(bool pin, int cpu0, void *(*a)(void *), int cpu1, void *(*b)(void *),
+                 void *arg)
+{
+        _Atomic int go = 0;
+        struct pair_arg pa[2] = {{a, arg, &go}, {b, arg, &go}};
+        int cpus[2] = {cpu0, cpu1};
+        pthread_t th[2];
+        unsigned started = 0;
+        int rc = 0;
+
+        for (unsigned i = 0; i < 2 && rc == 0; i++) {
+                pthread_attr_t attr;
+                cpu_set_t set;
+
+                pthread_attr_init(&attr);
+                if (pin) {
+                        CPU_ZERO(&set);
+                        CPU_SET(cpus[i], &set);
+                        pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
+                }
+                rc = -pthread_create(&th[i], &attr, pair_main, &pa[i]);
+                pthread_attr_destroy(&attr);
+                if (rc == 0)
+                        started++;
+        }
+        atomic_store_explicit(&go, rc ? -1 : 1, memory_order_release);
+        for (unsigned i = 0; i < started; i++)
+                pthread_join(th[i], NULL);
+        return rc;
+}
+
+#ifndef PC_BENCH_DPDK
+double msg_peer_rte_ring(bool pin, int cpu0, int cpu1, double duration_s)
+{
+        (void)pin;
+        (void)cpu0;
+        (void)cpu1;
+        (void)duration_s;
+        return -ENOTSUP;
+}
+#endif
+
+/* ---- percore runs -------------------------------------------------------- */
+
+struct msg_ctx {
+        struct pc_runtime *rt;
+        struct pc_timer stop_timer;
+        struct pc_task driver; /* sticky: elastic mode must not move it */
+        uint64_t duration_ns;
+        uint64_t t0, t1;
+        uint64_t sent;    /* worker 0 */
+        uint64_t done_at_stop;
+        uint64_t rounds;  /* worker 0, call case */
+        struct msg_sink sink; /* worker 1 */
+};
+
+static struct msg_ctx C;
+
+static void submit_driver(void *arg)
+{
+        uint64_t inflight, n;
+
+        (void)arg;
+        if (pc_runtime_stopping(C.rt))
+                return;
+        inflight = C.sent - atomic_load_explicit(&C.sink.pub, memory_order_relaxed);
+        n = inflight < WINDOW ? WINDOW - inflight : 0;
+        if (n > SUBMIT_BATCH)
+                n = SUBMIT_BATCH;
+        for (uint64_t i = 0; i < n; i++)
+                if (pc_submit(1, msg_sink_fn, &C.sink) == 0)
+                        C.sent++;
+        pc_spawn_task(&C.driver);
+}
+
+static void *echo(void *arg)
+{
+        return arg;
+}
+
+static void call_back(void *result, void *arg)
+{
+        (void)result;
+        (void)arg;
+        C.rounds++;
+        if (!pc_runtime_stopping(C.rt))
+                pc_call(1, echo, NULL, call_back, NULL);
+}
+
+static void stop_submit(struct pc_timer *t, void *arg)
+{
+        (void)t;
+        (void)arg;
+        C.t1 = pc_now_ns();
+        C.done_at_stop = atomic_load_explicit(&C.sink.pub, memory_order_relaxed);
+        pc_runtime_stop(C.rt);
+}
+
+static void stop_call(struct pc_timer *t, void *arg)
+{
+        (void)t;
+        (void)arg;
+        C.t1 = pc_now_ns();
+        C.done_at_stop = C.rounds;
+        pc_runtime_stop(C.rt);
+}
+
+static void submit_main(void *arg)
+{
+        (void)arg;
+        pc_timer_init(&C.stop_timer, stop_submit, NULL);
+        pc_timer_start(&C.stop_timer, C.duration_ns, 0);
+        C.t0 = pc_now_ns();
+        pc_task_init(&C.driver, submit_driver, NULL, PC_STICKY);
+        submit_driver(NULL);
+}
+
+static void call_main(void *arg)
+{
+        (void)arg;
+        pc_timer_init(&C.stop_timer, stop_call, NULL);
+        pc_timer_start(&C.stop_timer, C.duration_ns, 0);
+        C.t0 = pc_now_ns();
+        pc_call(1, echo, NULL, call_back, NULL);
+}
+
+static int msg_runtime(const struct bench_opts *o, enum pc_mode mode, struct pc_runtime **rt)
+{
+        struct pc_shard_opts so;
+        struct pc_config cfg;
+        int rc;
+
+        bench_config(&cfg, o, mode);
+        cfg.workers = MSG_WORKERS;
+        rc = pc_runtime_create(&cfg, rt);
+        if (rc)
+                return rc;
+        if (pc_runtime_workers(*rt) != MSG_WORKERS) {
+                pc_runtime_destroy(*rt);
+                return -EINVAL;
+        }
+        pc_shard_opts_init(&so);
+        so.ring_size = MSG_RING;
+        so.blocking_threads = 0;
+        rc = pc_shard_init(*rt, &so);
+        if (rc)
+                pc_runtime_destroy(*rt);
+        return rc;
+}
+
+static double run_case(const struct bench_opts *o, enum pc_mode mode, unsigned *workers,
+                       pc_task_fn main_fn)
+{
+        int rc;
+
+        memset(&C, 0, sizeof(C));
+        rc = msg_runtime(o, mode, &C.rt);
+        if (rc)
+                return rc;
+        C.duration_ns = (uint64_t)(o->duration * 1e9);
+        *workers = MSG_WORKERS;
+        rc = pc_runtime_run(C.rt, main_fn, NULL);
+        pc_runtime_destroy(C.rt);
+        if (rc)
+                return rc;
+        if (C.done_at_stop == 0 || C.t1 <= C.t0)
+                return -EIO;
+        if (main_fn == submit_main)
+                return (double)C.done_at_stop / ((double)(C.t1 - C.t0) / 1e9);
+        return (double)(C.t1 - C.t0) / (double)C.done_at_stop;
+}
+
+static double submit_run(const struct bench_opts *o, enum pc_mode mode, unsigned *workers,
+                         void *ctx)
+{
+        (void)ctx;
+        return run_case(o, mode, workers, submit_main);
+}
+
+static double call_run(const struct bench_opts *o, enum pc_mode mode, unsigned *workers,
+                       void *ctx)
+{
+        (void)ctx;
+        return run_case(o, mode, workers, call_main);
+}
+
+/* ---- peers --------------------------------------------------------------- */
+
+/* The CPUs (and pinning) a 2-worker runtime would use, so peers run on
+ * the same two CPUs as the workers they stand beside. */
+static int peer_cpus(const struct bench_opts *o, int cpus[2], bool *pin)
+{
+        struct pc_runtime *rt;
+        int rc = msg_runtime(o, PC_MODE_TPC, &rt);
+
+        if (rc)
+                return rc;
+        cpus[0] = pc_runtime_worker_cpu(rt, 0);
+        cpus[1] = pc_runtime_worker_cpu(rt, 1);
+        *pin = pc_runtime_config(rt)->pin;
+        pc_runtime_destroy(rt);
+        return 0;
+}
+
+static double rte_ring_run(const struct bench_opts *o, enum pc_mode mode, unsigned *workers,
+                           void *ctx)
+{
+        int cpus[2];
+        bool pin;
+        int rc = peer_cpus(o, cpus, &pin);
+
+        (void)mode;
+        (void)ctx;
+        if (rc)
+                return rc;
+        *workers = MSG_WORKERS;
+        return msg_peer_rte_ring(pin, cpus[0], cpus[1], o->duration);
+}
+
+#define PP_STOP UINT64_MAX /* odd, so the answering side looks at it */
+
+struct pingpong {
+        _Atomic uint64_t v __attribute__((aligned(64)));
+        char pad[56];
+        uint64_t duration_ns;
+        uint64_t t0, t1, rounds;
+};
+
+/* Writes odd values and waits for the even answer. */
+static void *pp_ask(void *arg)
+{
+        struct pingpong *p = arg;
+        uint64_t i, end;
+
+        p->t0 = pc_now_ns();
+        end = p->t0 + p->duration_ns;
+        for (i = 0;; i++) {
+                atomic_store_explicit(&p->v, 2 * i + 1, memory_order_release);
+                while (atomic_load_explicit(&p->v, memory_order_acquire) != 2 * i + 2)
+                        ;
+                if ((i & 1023) == 1023 && pc_now_ns() >= end)
+                        break;
+        }
+        p->t1 = pc_now_ns();
+        p->rounds = i + 1;
+        atomic_store_explicit(&p->v, PP_STOP, memory_order_release);
+        return NULL;
+}
+
+static void *pp_answer(void *arg)
+{
+        struct pingpong *p = arg;
+
+        for (;;) {
+                uint64_t v = atomic_load_explicit(&p->v, memory_order_acquire);
+                if (v == PP_STOP)
+                        break;
+                if (v & 1)
+                        atomic_store_explicit(&p->v, v + 1, memory_order_release);
+        }
+        return NULL;
+}
+
+static double cacheline_run(const struct bench_opts *o, enum pc_mode mode, unsigned *workers,
+                            void *ctx)
+{
+        static struct pingpong p;
+        int cpus[2];
+        bool pin;
+        int rc = peer_cpus(o, cpus, &pin);
+
+        (void)mode;
+        (void)ctx;
+        if (rc)
+                return rc;
+        memset(&p, 0, sizeof(p));
+        p.duration_ns = (uint64_t)(o->duration * 1e9);
+        *workers = MSG_WORKERS;
+        rc = msg_pair_run(pin, cpus[0], pp_ask, cpus[1], pp_answer, &p);
+        if (rc)
+                return rc;
+        return (double)(p.t1 - p.t0) / (double)p.rounds;
+}
+
+int suite_msg(const struct bench_opts *o)
+{
+        int rc;
+
+        for (unsigned m = 0; m < o->nmodes; m++) {
+                const char *name = pc_mode_name(o->modes[m]);
+
+                if (o->modes[m] == PC_MODE_DETERMINISTIC) {
+                        bench_progress("msg: skipped in deterministic mode (one worker)");
+                        continue;
+                }
+                rc = bench_measure(o, "msg", "submit", name, o->modes[m], "msgs_per_sec",
+                                   "msgs/s", false, submit_run, NULL);
+                if (rc == 0)
+                        rc = bench_measure(o, "msg", "call", name, o->modes[m],
+                                           "call_rtt_ns", "ns", true, call_run, NULL);
+                if (rc)
+                        return rc;
+        }
+        rc = bench_measure(o, "msg", "submit", "peer:rte_ring", PC_MODE_TPC, "msgs_per_sec",
+                           "msgs/s", false, rte_ring_run, NULL);
+        if (rc == -ENOTSUP)
+                bench_progress("msg: peer:rte_ring skipped: built without DPDK");
+        else if (rc)
+                return rc;
+        return bench_measure(o, "msg", "call", "peer:cacheline", PC_MODE_TPC, "call_rtt_ns",
+                             "ns", true, cacheline_run, NULL);
+}

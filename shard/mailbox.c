@@ -1,0 +1,590 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Mailboxes: the N x N matrix of SPSC rings, pc_submit() and pc_call(),
+ * and the per-worker poller that drains and flushes them.
+ *
+ * Sending. A message is written by value into the sender's next free slot;
+ * the ring's tail is published once per reactor iteration (the poller's
+ * flush), after every PC_MBOX_BATCH messages, and when the ring fills.
+ * Credits are the free slots the sender knows of, cap - (tail - head_cache);
+ * only when they run out does it read the receiver's head again. With no
+ * credit left, messages wait in the sender's overflow list for that ring,
+ * in order (once the list is non-empty every new message joins it), and
+ * the flush moves them into the ring as credits come back.
+ *
+ * Doorbell. Publishing stores the tail, then sets the ring's bit in the
+ * receiver's doorbell if it is not already set, and wakes the receiver if
+ * it was the word's first bit (if other bits were set, whoever set the
+ * first one did the wake-up, and the receiver cannot sleep while any bit
+ * is set). The receiver exchanges each non-zero word with zero, then drains
+ * the rings whose bits it took: a publication after the exchange sets the
+ * bit again, one before it is visible to the drain's tail load. An idle
+ * poll reads (2N + 63) / 64 words and inspects no ring.
+ *
+ * Fences. Every store and load in the two handshakes below is seq_cst, and
+ * each is the Dekker pattern, so in the single total order of seq_cst
+ * operations at least one side sees the other's store:
+ *   - sender: store tail; load/RMW doorbell; load the receiver's sleeping
+ *     flag (pc__wake). Receiver going to sleep: store sleeping (park());
+ *     load doorbell (prepare_sleep()). Either the receiver sees the bit and
+ *     stays up, or the sender sees it asleep and writes its eventfd. The
+ *     skip of an already-set bit is safe because the receiver's exchange
+ *     that clears it comes later in the total order, so its tail load comes
+ *     after our tail store.
+ *   - a sender out of credits: store want_space; load head. Receiver after a
+ *     drain: store head; load want_space, and if set wake the sender. The
+ *     sender's prepare_sleep() then reads want_space again after its
+ *     sleeping store: still set means the receiver's exchange is later and
+ *     will see it asleep. So a sender with overflow sleeps instead of
+ *     spinning, and is woken as soon as space appears.
+ *
+ * Receiving. Messages run inside the poller, in place in the ring, up to
+ * PC_MBOX_DRAIN_MAX per ring per poll (a ring left non-empty is remembered
+ * in a local carry bitmap), then the head is published once per batch.
+ *
+ * Quiescence. A message counts as sent (pc__count_sent) when it is
+ * accepted into a ring slot or the overflow list, and as received
+ * (pc__count_recv) when the receiver takes it, so the runtime's
+ * four-counter drain cannot end while a message is unpublished, in a ring,
+ * or in overflow. The poller also refuses sleep while anything it holds is
+ * unpublished or could be moved.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "shard_pvt.h"
+
+static inline struct pc__msg *ring_slots(struct pc__ring *r)
+{
+        return r->slots;
+}
+
+static inline struct pc__ring *in_ring(const struct pc__shard *sh, unsigned dst, unsigned idx)
+{
+        return (struct pc__ring *)((char *)sh->in[dst] + sizeof(struct pc__mbox_in) +
+                                   (size_t)idx * sh->ring_stride);
+}
+
+static inline void set_bit(uint64_t *map, unsigned i)
+{
+        map[i / 64] |= 1ull << (i % 64);
+}
+
+static inline void clear_bit(uint64_t *map, unsigned i)
+{
+        map[i / 64] &= ~(1ull << (i % 64));
+}
+
+/* ---- sending ------------------------------------------------------------- */
+
+/* Make what the sender wrote to outbound ring @idx visible and ring the
+ * receiver's doorbell (see "Doorbell" and "Fences" above). */
+static void publish(struct pc__shard_worker *sw, unsigned idx, struct pc__mbox_out *o)
+{
+        unsigned dst = idx / 2, bit = 2 * sw->id + idx % 2;
+        _Atomic uint64_t *db = &sw->sh->in[dst]->doorbell[bit / 64];
+        uint64_t m = 1ull << (bit % 64);
+
+        atomic_store_explicit(&o->ring->tail, o->tail, memory_order_seq_cst);
+        o->pending = 0;
+        pc__shard_bump(&sw->c.flushes, 1);
+        if (atomic_load_explicit(db, memory_order_seq_cst) & m)
+                return;
+        if (atomic_fetch_or_explicit(db, m, memory_order_seq_cst) == 0 && dst != sw->id)
+                pc__wake(sw->sh->rt->workers[dst]);
+}
+
+/* Free slots the sender may write; reads the receiver's head only when the
+ * credits it knew of are spent. */
+static inline uint32_t credits(struct pc__shard_worker *sw, struct pc__mbox_out *o)
+{
+        uint32_t cap = sw->mask + 1;
+
+        if (o->tail - o->head_cache == cap)
+                o->head_cache = atomic_load_explicit(&o->ring->head, memory_order_acquire);
+        return cap - (o->tail - o->head_cache);
+}
+
+int pc__mbox_send(struct pc__shard_worker *sw, unsigned dst, unsigned kind,
+                  const struct pc__msg *m, struct pc_task **spare)
+{
+        unsigned idx = 2 * dst + kind;
+        struct pc__mbox_out *o = &sw->out[idx];
+        struct pc_task *t;
+
+        if (likely(o->ovf_head == NULL) && credits(sw, o) != 0) {
+                ring_slots(o->ring)[o->tail & sw->mask] = *m;
+                o->tail++;
+                pc__count_sent(sw->w, 1);
+                pc__shard_bump(&sw->c.sent, 1);
+                /* Publish a batch, or a full ring so the receiver can start. */
+                if (++o->pending >= PC_MBOX_BATCH || o->tail - o->head_cache == sw->mask + 1)
+                        publish(sw, idx, o);
+                else
+                        set_bit(sw->dirty, idx);
+                return 0;
+        }
+        if (spare && *spare) {
+                t = *spare;
+                *spare = t->next;
+        } else {
+                t = pc__task_alloc(sw->w);
+                if (unlikely(t == NULL))
+                        return -ENOMEM;
+        }
+        memcpy(t->reserved, m, sizeof(*m));
+        t->next = NULL;
+        if (o->ovf_tail)
+                o->ovf_tail->next = t;
+        else
+                o->ovf_head = t;
+        o->ovf_tail = t;
+        o->ovf_len++;
+        pc__count_sent(sw->w, 1);
+        pc__shard_bump(&sw->c.sent, 1);
+        pc__shard_bump(&sw->c.overflowed, 1);
+        set_bit(sw->dirty, idx);
+        return 0;
+}
+
+int pc__mbox_reserve(struct pc__shard_worker *sw, unsigned n, struct pc_task **spare)
+{
+        *spare = NULL;
+        for (unsigned i = 0; i < n; i++) {
+                struct pc_task *t = pc__task_alloc(sw->w);
+                if (t == NULL) {
+                        pc__mbox_unreserve(sw, *spare);
+                        *spare = NULL;
+                        return -ENOMEM;
+                }
+                t->next = *spare;
+                *spare = t;
+        }
+        return 0;
+}
+
+void pc__mbox_unreserve(struct pc__shard_worker *sw, struct pc_task *spare)
+{
+        while (spare) {
+                struct pc_task *next = spare->next;
+                pc__task_release(sw->w, spare);
+                spare = next;
+        }
+}
+
+/* Move overflow of outbound ring @idx into the ring as credits allow and
+ * publish what is unpublished. Returns the messages moved or published. */
+static unsigned flush_one(struct pc__shard_worker *sw, unsigned idx)
+{
+        struct pc__mbox_out *o = &sw->out[idx];
+        struct pc__msg *slots = ring_slots(o->ring);
+        uint32_t cap = sw->mask + 1;
+        unsigned done = o->pending;
+
+        for (;;) {
+                uint32_t c;
+
+                while (o->ovf_head && (c = credits(sw, o)) != 0) {
+                        while (c-- && o->ovf_head) {
+                                struct pc_task *t = o->ovf_head;
+                                o->ovf_head = t->next;
+                                memcpy(&slots[o->tail & sw->mask], t->reserved,
+                                       sizeof(struct pc__msg));
+                                o->tail++;
+                                o->pending++;
+                                o->ovf_len--;
+                                done++;
+                                pc__task_release(sw->w, t);
+                        }
+                        publish(sw, idx, o);
+                }
+                if (o->ovf_head == NULL) {
+                        o->ovf_tail = NULL;
+                        break;
+                }
+                if (o->pending)
+                        publish(sw, idx, o);
+                /* Still no credit: ask the receiver to wake us when it frees
+                 * space, then look once more (the want_space handshake). */
+                atomic_store_explicit(&o->ring->want_space, 1, memory_order_seq_cst);
+                pc__shard_bump(&sw->c.space_waits, 1);
+                o->head_cache = atomic_load_explicit(&o->ring->head, memory_order_seq_cst);
+                if (o->tail - o->head_cache == cap)
+                        break;
+        }
+        if (o->pending)
+                publish(sw, idx, o);
+        if (o->ovf_head == NULL)
+                clear_bit(sw->dirty, idx);
+        return done;
+}
+
+static unsigned flush_all(struct pc__shard_worker *sw)
+{
+        unsigned n = 0;
+
+        for (unsigned i = 0; i < sw->db_words; i++) {
+                uint64_t bits = sw->dirty[i];
+                while (bits) {
+                        unsigned b = (unsigned)__builtin_ctzll(bits);
+                        bits &= bits - 1;
+                        n += flush_one(sw, i * 64 + b);
+                }
+        }
+        return n;
+}
+
+/* ---- receiving ----------------------------------------------------------- */
+
+static void run_call(struct pc__shard_worker *sw, unsigned src, const struct pc__msg *m)
+{
+        struct pc__msg rep;
+        int rc;
+
+        rep.fn.reply = m->done;
+        rep.arg = m->fn.call(m->arg);
+        rep.done = NULL;
+        rep.done_arg = m->done_arg;
+        rc = pc__mbox_send(sw, src, MBOX_REP, &rep, NULL);
+        if (unlikely(rc))
+                pc_log(PC_LOG_ERROR, "pc_call reply from worker %u to %u lost: %s", sw->id,
+                       src, pc_strerror(rc));
+}
+
+/* Run the messages inbound ring @idx holds, up to PC_MBOX_DRAIN_MAX. */
+static unsigned drain(struct pc__shard_worker *sw, unsigned idx)
+{
+        struct pc__ring *r = in_ring(sw->sh, sw->id, idx);
+        struct pc__msg *slots = ring_slots(r);
+        uint32_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+        uint32_t n = atomic_load_explicit(&r->tail, memory_order_seq_cst) - head;
+        unsigned src = idx / 2;
+
+        pc__shard_bump(&sw->c.rings_inspected, 1);
+        if (n == 0)
+                return 0;
+        if (n > PC_MBOX_DRAIN_MAX) {
+                n = PC_MBOX_DRAIN_MAX;
+                set_bit(sw->carry, idx);
+        }
+        pc__count_recv(sw->w, n);
+        pc__shard_bump(&sw->c.received, n);
+        /* The slots stay ours until the head moves, so run them in place. */
+        for (uint32_t i = 0; i < n; i++) {
+                const struct pc__msg *m = &slots[(head + i) & sw->mask];
+
+                __builtin_prefetch(&slots[(head + i + PC_MBOX_PREFETCH) & sw->mask]);
+                if (idx & 1)
+                        m->fn.reply(m->arg, m->done_arg);
+                else if (m->done == NULL)
+                        m->fn.submit(m->arg);
+                else
+                        run_call(sw, src, m);
+        }
+        atomic_store_explicit(&r->head, head + n, memory_order_seq_cst);
+        /* The want_space handshake: our head store, then its flag. */
+        if (atomic_load_explicit(&r->want_space, memory_order_seq_cst) &&
+            atomic_exchange_explicit(&r->want_space, 0, memory_order_seq_cst) &&
+            src != sw->id)
+                pc__wake(sw->sh->rt->workers[src]);
+        return n;
+}
+
+static unsigned drain_all(struct pc__shard_worker *sw)
+{
+        _Atomic uint64_t *db = sw->in->doorbell;
+        unsigned n = 0;
+
+        for (unsigned i = 0; i < sw->db_words; i++) {
+                uint64_t bits = sw->carry[i];
+                uint64_t peek = atomic_load_explicit(&db[i], memory_order_relaxed);
+
+                if (peek) {
+                        /* Start the misses on each flagged ring's tail line and
+                         * first unread slot (our head is ours to read), so they
+                         * overlap the exchange instead of following it. */
+                        for (uint64_t p = peek; p; p &= p - 1) {
+                                unsigned idx = i * 64 + (unsigned)__builtin_ctzll(p);
+                                struct pc__ring *r = in_ring(sw->sh, sw->id, idx);
+                                uint32_t h = atomic_load_explicit(&r->head,
+                                                                  memory_order_relaxed);
+                                __builtin_prefetch(&r->tail);
+                                __builtin_prefetch(&r->slots[h & sw->mask]);
+                        }
+                        bits |= atomic_exchange_explicit(&db[i], 0, memory_order_seq_cst);
+                }
+                if (bits == 0)
+                        continue;
+                sw->carry[i] = 0;
+                while (bits) {
+                        unsigned b = (unsigned)__builtin_ctzll(bits);
+                        bits &= bits - 1;
+                        n += drain(sw, i * 64 + b);
+                }
+        }
+        return n;
+}
+
+/* ---- the poller ---------------------------------------------------------- */
+
+static unsigned mbox_poll(void *arg)
+{
+        struct pc__shard_worker *sw = arg;
+        unsigned n = 0;
+
+        pc__shard_bump(&sw->c.polls, 1);
+        if (atomic_load_explicit(&sw->in->completions, memory_order_relaxed))
+                n += pc__blocking_complete(sw);
+        n += drain_all(sw);
+        /* Last, so what the messages above sent goes out in this iteration. */
+        n += flush_all(sw);
+        if (n == 0)
+                pc__shard_bump(&sw->c.idle_polls, 1);
+        return n;
+}
+
+/*
+ * The worker stored its sleeping flag (seq_cst) before this runs; the
+ * seq_cst loads here pair with the producers' seq_cst stores that precede
+ * their load of that flag (see "Fences"). Refuse sleep while a ring has
+ * work, a blocking job finished, something is unpublished, or overflow
+ * could move now (want_space already taken by the receiver, or space seen).
+ */
+static bool mbox_prepare_sleep(void *arg)
+{
+        struct pc__shard_worker *sw = arg;
+        uint32_t cap = sw->mask + 1;
+
+        for (unsigned i = 0; i < sw->db_words; i++) {
+                if (sw->carry[i] ||
+                    atomic_load_explicit(&sw->in->doorbell[i], memory_order_seq_cst))
+                        return false;
+        }
+        if (atomic_load_explicit(&sw->in->completions, memory_order_seq_cst))
+                return false;
+        for (unsigned i = 0; i < sw->db_words; i++) {
+                uint64_t bits = sw->dirty[i];
+                while (bits) {
+                        unsigned b = (unsigned)__builtin_ctzll(bits);
+                        struct pc__mbox_out *o = &sw->out[i * 64 + b];
+
+                        bits &= bits - 1;
+                        if (o->pending)
+                                return false;
+                        if (o->ovf_head == NULL)
+                                continue;
+                        if (!atomic_load_explicit(&o->ring->want_space, memory_order_seq_cst))
+                                return false;
+                        if (o->tail - atomic_load_explicit(&o->ring->head,
+                                                           memory_order_seq_cst) < cap)
+                                return false;
+                }
+        }
+        return true;
+}
+
+static const struct pc_poller_ops mbox_ops = {
+        .name = "mailbox",
+        .poll = mbox_poll,
+        .prepare_sleep = mbox_prepare_sleep,
+};
+
+/* ---- lifecycle ----------------------------------------------------------- */
+
+/* Module start hook: every worker registers its poller on its own thread,
+ * once, before it runs anything. */
+static void shard_worker_start(struct pc_worker *w, void *arg)
+{
+        struct pc__shard_worker *sw = w->shard;
+        int rc;
+
+        (void)arg;
+        if (sw == NULL || sw->poller != NULL)
+                return;
+        rc = pc_poller_register(&mbox_ops, sw, &sw->poller);
+        if (rc)
+                pc_log(PC_LOG_ERROR, "worker %u: cannot register the mailbox poller: %s",
+                       w->id, pc_strerror(rc));
+}
+
+static void shard_free(struct pc__shard *sh)
+{
+        for (unsigned i = 0; i < sh->n; i++) {
+                if (sh->sw[i]) {
+                        free(sh->sw[i]->out);
+                        free(sh->sw[i]);
+                }
+                if (sh->in[i])
+                        munmap(sh->in[i], sh->in_bytes);
+                if (sh->rt->workers[i])
+                        sh->rt->workers[i]->shard = NULL;
+        }
+        free(sh);
+}
+
+/* Module destroy hook: join the lane, free the matrix. Overflow nodes are
+ * task objects from the workers' chunks, which the core frees. */
+static void shard_destroy(struct pc_runtime *rt, void *arg)
+{
+        struct pc__shard *sh = arg;
+
+        (void)rt;
+        pc__blocking_stop(sh);
+        shard_free(sh);
+}
+
+void pc_shard_opts_init(struct pc_shard_opts *o)
+{
+        if (o == NULL)
+                return;
+        o->ring_size = PC_SHARD_RING_DEFAULT;
+        o->blocking_threads = PC_SHARD_BLOCKING_DEFAULT;
+}
+
+static int alloc_worker(struct pc__shard *sh, unsigned id)
+{
+        struct pc__shard_worker *sw;
+        void *p;
+
+        /* One block per receiver, so numa/ can bind each to the receiver's
+         * node. Anonymous pages are zero (a valid empty ring) and stay
+         * untouched until a ring is first used, so an N x N matrix costs
+         * memory only for the pairs that talk. */
+        p = mmap(NULL, sh->in_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+                 0);
+        if (p == MAP_FAILED)
+                return -ENOMEM;
+        sh->in[id] = p;
+        sw = aligned_alloc(PC_CACHE_LINE, sizeof(*sw));
+        if (sw == NULL)
+                return -ENOMEM;
+        memset(sw, 0, sizeof(*sw));
+        sh->sw[id] = sw;
+        sw->sh = sh;
+        sw->w = sh->rt->workers[id];
+        sw->id = id;
+        sw->n = sh->n;
+        sw->db_words = (2 * sh->n + 63) / 64;
+        sw->mask = sh->ring_size - 1;
+        sw->in = sh->in[id];
+        sw->out = calloc(2 * (size_t)sh->n, sizeof(*sw->out));
+        if (sw->out == NULL)
+                return -ENOMEM;
+        return 0;
+}
+
+int pc_shard_init(struct pc_runtime *rt, const struct pc_shard_opts *opts)
+{
+        struct pc_shard_opts o;
+        struct pc__shard *sh;
+        int rc = 0;
+
+        if (pc__self != NULL)
+                return -EPERM;
+        if (rt == NULL)
+                return -EINVAL;
+        pc_shard_opts_init(&o);
+        if (opts)
+                o = *opts;
+        if (o.ring_size < 2 || o.ring_size > PC_SHARD_RING_MAX ||
+            (o.ring_size & (o.ring_size - 1)) || o.blocking_threads > PC_SHARD_BLOCKING_MAX)
+                return -EINVAL;
+        if (atomic_load(&rt->running))
+                return -EBUSY;
+        if (rt->workers[0]->shard != NULL)
+                return -EALREADY;
+
+        sh = calloc(1, sizeof(*sh));
+        if (sh == NULL)
+                return -ENOMEM;
+        sh->rt = rt;
+        sh->n = rt->nworkers;
+        sh->ring_size = o.ring_size;
+        sh->ring_stride = sizeof(struct pc__ring) + o.ring_size * sizeof(struct pc__msg);
+        sh->in_bytes = sizeof(struct pc__mbox_in) + 2 * (size_t)sh->n * sh->ring_stride;
+        for (unsigned i = 0; i < sh->n && rc == 0; i++)
+                rc = alloc_worker(sh, i);
+        /* Wire every sender's outbound view to the receiver's ring. */
+        for (unsigned s = 0; s < sh->n && rc == 0; s++)
+                for (unsigned idx = 0; idx < 2 * sh->n; idx++)
+                        sh->sw[s]->out[idx].ring = in_ring(sh, idx / 2, 2 * s + idx % 2);
+        if (rc == 0)
+                rc = pc__blocking_start(sh, o.blocking_threads);
+        if (rc) {
+                shard_free(sh);
+                return rc;
+        }
+        for (unsigned i = 0; i < sh->n; i++)
+                rt->workers[i]->shard = sh->sw[i];
+        sh->mod.arg = sh;
+        sh->mod.worker_start = shard_worker_start;
+        sh->mod.destroy = shard_destroy;
+        pc__module_add(rt, &sh->mod);
+        return 0;
+}
+
+/* ---- public sends -------------------------------------------------------- */
+
+int pc_submit(unsigned dst, pc_task_fn fn, void *arg)
+{
+        struct pc__shard_worker *sw;
+        struct pc__msg m;
+        int rc;
+
+        sw = pc__shard_self(&rc);
+        if (unlikely(sw == NULL))
+                return rc;
+        if (unlikely(fn == NULL || dst >= sw->n))
+                return -EINVAL;
+        m.fn.submit = fn;
+        m.arg = arg;
+        m.done = NULL;
+        m.done_arg = NULL;
+        return pc__mbox_send(sw, dst, MBOX_REQ, &m, NULL);
+}
+
+int pc_call(unsigned dst, void *(*fn)(void *arg), void *arg,
+            void (*done)(void *result, void *done_arg), void *done_arg)
+{
+        struct pc__shard_worker *sw;
+        struct pc__msg m;
+        int rc;
+
+        sw = pc__shard_self(&rc);
+        if (unlikely(sw == NULL))
+                return rc;
+        if (unlikely(fn == NULL || done == NULL || dst >= sw->n))
+                return -EINVAL;
+        m.fn.call = fn;
+        m.arg = arg;
+        m.done = done;
+        m.done_arg = done_arg;
+        return pc__mbox_send(sw, dst, MBOX_REQ, &m, NULL);
+}
+
+int pc_shard_stats(const struct pc_runtime *rt, unsigned w, struct pc_shard_stats *out)
+{
+        const struct pc__shard_counters *c;
+
+        if (rt == NULL || out == NULL || w >= rt->nworkers)
+                return -EINVAL;
+        if (rt->workers[w]->shard == NULL)
+                return -ENODEV;
+        c = &rt->workers[w]->shard->c;
+#define LD(x) atomic_load_explicit(&c->x, memory_order_relaxed)
+        *out = (struct pc_shard_stats){
+                .sent = LD(sent),
+                .received = LD(received),
+                .overflowed = LD(overflowed),
+                .flushes = LD(flushes),
+                .polls = LD(polls),
+                .idle_polls = LD(idle_polls),
+                .rings_inspected = LD(rings_inspected),
+                .space_waits = LD(space_waits),
+                .blocking_done = LD(blocking_done),
+        };
+#undef LD
+        return 0;
+}

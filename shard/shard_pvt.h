@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Private shard/ state shared by mailbox.c, shard.c and blocking.c.
+ *
+ * Memory map. Each receiver dst owns one block, struct pc__mbox_in followed
+ * by its 2N inbound rings; ring (src, kind) is number 2 * src + kind, and the
+ * same number is its bit in dst's doorbell. Each sender src owns its
+ * outbound bookkeeping, struct pc__mbox_out[2N] (credits, unpublished count,
+ * overflow list), which only src touches.
+ */
+#ifndef PC_SHARD_PVT_H
+#define PC_SHARD_PVT_H
+
+#include <errno.h>
+
+#include "pc_core_pvt.h"
+#include "pc_shard.h"
+
+/* Tunables, in one place. */
+#define PC_MBOX_BATCH 16       /* publish a ring's tail at least every 16 messages */
+#define PC_MBOX_DRAIN_MAX 256  /* most messages taken from one ring per poll */
+#define PC_MBOX_PREFETCH 4     /* slots ahead the receiver prefetches */
+#define PC_DB_WORDS (2 * PC_MAX_WORKERS / 64)
+
+enum { MBOX_REQ = 0, MBOX_REP = 1 };
+
+/* One message, carried by value in the ring (two per cache line). */
+struct pc__msg {
+        union {
+                pc_task_fn submit;                          /* REQ, done == NULL */
+                void *(*call)(void *arg);                   /* REQ, done != NULL */
+                void (*reply)(void *result, void *done_arg); /* REP */
+        } fn;
+        void *arg; /* REP: the result */
+        void (*done)(void *result, void *done_arg);
+        void *done_arg;
+};
+
+_Static_assert(sizeof(struct pc__msg) == 32, "two messages per cache line");
+_Static_assert(sizeof(struct pc__msg) == sizeof(((struct pc_task *)0)->reserved),
+               "an overflow node carries a message in a task's reserved words");
+
+/*
+ * One SPSC ring. The consumer's index and the producer's fields sit on
+ * cache lines of their own; the slots start on the next line.
+ */
+struct pc__ring {
+        _Atomic uint32_t head PC_ALIGNED; /* consumer: next slot to read */
+        _Atomic uint32_t tail PC_ALIGNED; /* producer: slots published */
+        _Atomic uint32_t want_space;      /* producer waits for the consumer */
+        struct pc__msg slots[] PC_ALIGNED;
+};
+
+_Static_assert(offsetof(struct pc__ring, head) == 0, "consumer line first");
+_Static_assert(offsetof(struct pc__ring, tail) == PC_CACHE_LINE,
+               "producer and consumer indexes on separate lines");
+_Static_assert(offsetof(struct pc__ring, slots) == 2 * PC_CACHE_LINE,
+               "slots start on a line of their own");
+_Static_assert(sizeof(struct pc__ring) == 2 * PC_CACHE_LINE, "ring header is two lines");
+
+struct pc__bjob;
+
+/* A receiver's block header; its rings follow it. */
+struct pc__mbox_in {
+        /* Bit 2 * src + kind: ring (src, kind) was published since the last
+         * drain. Senders set bits, the owner exchanges words to zero. */
+        _Atomic uint64_t doorbell[PC_DB_WORDS] PC_ALIGNED;
+        /* Blocking-lane jobs finished for this worker (LIFO, MPSC). */
+        _Atomic(struct pc__bjob *) completions PC_ALIGNED;
+};
+
+_Static_assert(sizeof(struct pc__mbox_in) == 2 * PC_CACHE_LINE, "doorbell, completions");
+
+/* A sender's view of one outbound ring. Owner only. */
+struct pc__mbox_out {
+        struct pc__ring *ring;
+        uint32_t tail;       /* next slot to write; published up to ring->tail */
+        uint32_t head_cache; /* consumer head last read: credits = cap - (tail - head_cache) */
+        uint32_t pending;    /* written since the last publication */
+        uint32_t ovf_len;
+        struct pc_task *ovf_head, *ovf_tail; /* waiting for credits, in order */
+};
+
+/* Counters a worker publishes for pc_shard_stats(). */
+struct pc__shard_counters {
+        _Atomic uint64_t sent;
+        _Atomic uint64_t received;
+        _Atomic uint64_t overflowed;
+        _Atomic uint64_t flushes;
+        _Atomic uint64_t polls;
+        _Atomic uint64_t idle_polls;
+        _Atomic uint64_t rings_inspected;
+        _Atomic uint64_t space_waits;
+        _Atomic uint64_t blocking_done;
+};
+
+struct pc__shard;
+
+/* One worker's shard state. Owner only, except where noted. */
+struct pc__shard_worker {
+        struct pc__shard *sh;
+        struct pc_worker *w;
+        unsigned id;
+        unsigned n;
+        unsigned db_words; /* doorbell words in use: (2N + 63) / 64 */
+        uint32_t mask;     /* ring size - 1 */
+        struct pc__mbox_in *in;   /* this worker's inbound block */
+        struct pc__mbox_out *out; /* [2N]: outbound ring 2 * dst + kind */
+        struct pc_poller *poller;
+        uint64_t dirty[PC_DB_WORDS]; /* outbound rings unpublished or overflowing */
+        uint64_t carry[PC_DB_WORDS]; /* inbound rings the last drain left non-empty */
+        struct pc__shard_counters c PC_ALIGNED; /* read by pc_shard_stats() */
+} PC_ALIGNED;
+
+struct pc__blocking;
+
+struct pc__shard {
+        struct pc_runtime *rt;
+        unsigned n;
+        uint32_t ring_size;
+        size_t ring_stride; /* bytes per ring: header + slots */
+        size_t in_bytes;    /* bytes per receiver block */
+        struct pc__module mod;
+        struct pc__blocking *lane; /* NULL without a blocking lane */
+        struct pc__mbox_in *in[PC_MAX_WORKERS];
+        struct pc__shard_worker *sw[PC_MAX_WORKERS];
+};
+
+/* Owner-only counter: a relaxed load and store, no RMW. */
+static inline void pc__shard_bump(_Atomic uint64_t *c, uint64_t n)
+{
+        atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
+                              memory_order_relaxed);
+}
+
+/* The calling worker's shard state; sets *@rc to -EPERM or -ENODEV. */
+static inline struct pc__shard_worker *pc__shard_self(int *rc)
+{
+        struct pc_worker *w = pc__self;
+
+        if (unlikely(w == NULL)) {
+                *rc = -EPERM;
+                return NULL;
+        }
+        if (unlikely(w->shard == NULL)) {
+                *rc = -ENODEV;
+                return NULL;
+        }
+        return w->shard;
+}
+
+/* mailbox.c: queue @m on outbound ring (dst, kind). An overflow node comes
+ * from *@spare when given and non-empty, else from the worker's free list. */
+int pc__mbox_send(struct pc__shard_worker *sw, unsigned dst, unsigned kind,
+                  const struct pc__msg *m, struct pc_task **spare);
+/* Take @n nodes from the free list for pc__mbox_send(), all or none. */
+int pc__mbox_reserve(struct pc__shard_worker *sw, unsigned n, struct pc_task **spare);
+void pc__mbox_unreserve(struct pc__shard_worker *sw, struct pc_task *spare);
+
+/* blocking.c */
+int pc__blocking_start(struct pc__shard *sh, unsigned nthreads);
+void pc__blocking_stop(struct pc__shard *sh);
+unsigned pc__blocking_complete(struct pc__shard_worker *sw);
+
+#endif /* PC_SHARD_PVT_H */

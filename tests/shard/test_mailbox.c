@@ -1,0 +1,641 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Mailboxes under load: exactly-once FIFO delivery per (src, dst) in a
+ * storm from every worker to every worker through rings of 4 (so most
+ * messages wait in overflow), in both modes; stopping in the middle of a
+ * storm loses nothing; a sender holding overflow sleeps and is woken by the
+ * receiver; an idle poll inspects no ring, with 64 workers.
+ *
+ * Worker threads never call cmocka asserts: they count failures, and the
+ * test thread asserts once pc_runtime_run() returned.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sched.h>
+#include <time.h>
+
+#include "pc_test.h"
+#include "pc_shard.h"
+
+/* A watchdog for tests whose failure mode is a lost wake-up: after @secs it
+ * flags the run and stops it (stopping wakes every worker), so the test
+ * fails instead of hanging. */
+struct watchdog {
+        struct pc_runtime *rt;
+        unsigned secs;
+        pthread_t th;
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        bool finished;
+        bool fired;
+};
+
+static void *watchdog_main(void *arg)
+{
+        struct watchdog *wd = arg;
+        struct timespec ts;
+
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += wd->secs;
+        pthread_mutex_lock(&wd->lock);
+        while (!wd->finished)
+                if (pthread_cond_timedwait(&wd->cond, &wd->lock, &ts) == ETIMEDOUT)
+                        break;
+        if (!wd->finished) {
+                wd->fired = true;
+                pc_runtime_stop(wd->rt);
+        }
+        pthread_mutex_unlock(&wd->lock);
+        return NULL;
+}
+
+static void watchdog_start(struct watchdog *wd, struct pc_runtime *rt, unsigned secs)
+{
+        memset(wd, 0, sizeof(*wd));
+        wd->rt = rt;
+        wd->secs = secs;
+        pthread_mutex_init(&wd->lock, NULL);
+        pthread_cond_init(&wd->cond, NULL);
+        pthread_create(&wd->th, NULL, watchdog_main, wd);
+}
+
+static bool watchdog_end(struct watchdog *wd)
+{
+        pthread_mutex_lock(&wd->lock);
+        wd->finished = true;
+        pthread_cond_signal(&wd->cond);
+        pthread_mutex_unlock(&wd->lock);
+        pthread_join(wd->th, NULL);
+        pthread_mutex_destroy(&wd->lock);
+        pthread_cond_destroy(&wd->cond);
+        return wd->fired;
+}
+
+/* ---- storm: every worker to every worker, FIFO, exactly once ------------ */
+
+#define SW 5      /* workers in the storm */
+#define MAXW 8    /* most workers a test here uses the storm state with */
+#define CHUNK 37  /* messages a driver sends before yielding */
+#define CALL_EVERY 7
+
+/*
+ * A message's argument packs (src, dst, seq); seq counts per (src, dst)
+ * from 0, assigned by the sending worker at send time (in elastic mode a
+ * driver task may run anywhere, so src is whoever sends).
+ */
+#define PACK(s, d, q) ((void *)(uintptr_t)((uint64_t)(s) << 56 | (uint64_t)(d) << 48 | (q)))
+#define SRC(a) ((unsigned)((uintptr_t)(a) >> 56))
+#define DST(a) ((unsigned)((uintptr_t)(a) >> 48 & 0xff))
+#define SEQ(a) ((uint64_t)(uintptr_t)(a) & ((1ull << 48) - 1))
+
+struct storm {
+        struct pc_runtime *rt;
+        unsigned n;
+        uint64_t per_driver;
+        uint64_t total_msgs;
+        uint64_t next_seq[MAXW][MAXW];   /* [src][dst], written by src */
+        uint64_t expect[MAXW][MAXW];     /* [dst][src], written by dst */
+        uint64_t reply_last[MAXW][MAXW]; /* [src][dst] last reply seq + 1, by src */
+        _Atomic uint64_t msgs, replies, calls;
+        _Atomic uint64_t bad_order, bad_worker, bad_result, send_err;
+        bool stop_when_done;
+        uint64_t left[MAXW];             /* per driver, its own task chain only */
+};
+
+static struct storm S;
+
+static void check_msg(void *arg)
+{
+        unsigned me = (unsigned)pc_worker_id();
+
+        if (DST(arg) != me)
+                atomic_fetch_add(&S.bad_worker, 1);
+        else if (SEQ(arg) != S.expect[me][SRC(arg)]++)
+                atomic_fetch_add(&S.bad_order, 1);
+}
+
+static void maybe_stop(void)
+{
+        if (S.stop_when_done && atomic_load(&S.msgs) == S.total_msgs &&
+            atomic_load(&S.replies) == atomic_load(&S.calls))
+                pc_runtime_stop(S.rt);
+}
+
+static void on_submit(void *arg)
+{
+        check_msg(arg);
+        atomic_fetch_add(&S.msgs, 1);
+        maybe_stop();
+}
+
+static void *on_call(void *arg)
+{
+        check_msg(arg);
+        return (void *)((uintptr_t)arg ^ 0x5a5a);
+}
+
+/* Replies from dst to src travel on one ring in the order dst ran the
+ * calls, which is src's sending order: their seqs must rise. */
+static void on_reply(void *result, void *arg)
+{
+        unsigned me = (unsigned)pc_worker_id();
+        uint64_t seq = SEQ(arg);
+
+        if (((uintptr_t)result ^ 0x5a5a) != (uintptr_t)arg)
+                atomic_fetch_add(&S.bad_result, 1);
+        if (SRC(arg) != me)
+                atomic_fetch_add(&S.bad_worker, 1);
+        else if (seq + 1 <= S.reply_last[me][DST(arg)])
+                atomic_fetch_add(&S.bad_order, 1);
+        else
+                S.reply_last[me][DST(arg)] = seq + 1;
+        /* Count the message as delivered only now, so stopping waits for
+         * the reply too. */
+        atomic_fetch_add(&S.replies, 1);
+        atomic_fetch_add(&S.msgs, 1);
+        maybe_stop();
+}
+
+static int send_one(unsigned dst)
+{
+        unsigned me = (unsigned)pc_worker_id();
+        uint64_t seq = S.next_seq[me][dst]++;
+        void *a = PACK(me, dst, seq);
+
+        if (seq % CALL_EVERY == CALL_EVERY - 1) {
+                atomic_fetch_add(&S.calls, 1);
+                return pc_call(dst, on_call, a, on_reply, a);
+        }
+        return pc_submit(dst, on_submit, a);
+}
+
+static void driver(void *arg)
+{
+        uint64_t *left = arg;
+        unsigned me = (unsigned)pc_worker_id();
+
+        for (unsigned i = 0; i < CHUNK && *left; i++, (*left)--)
+                if (send_one((me + i) % S.n) != 0)
+                        atomic_fetch_add(&S.send_err, 1);
+        if (*left)
+                pc_spawn(driver, left);
+}
+
+static void storm_main(void *arg)
+{
+        (void)arg;
+        for (unsigned w = 0; w < S.n; w++)
+                pc_spawn_on(w, driver, &S.left[w]);
+}
+
+static void run_storm(enum pc_mode mode)
+{
+        struct pc_shard_opts so;
+        struct pc_config cfg;
+        struct pc_shard_stats st;
+        uint64_t sent = 0, recv = 0, ovf = 0, delivered = 0;
+        struct watchdog wd;
+
+        memset(&S, 0, sizeof(S));
+        pc_test_config(&cfg, SW);
+        cfg.mode = mode;
+        assert_int_equal(pc_runtime_create(&cfg, &S.rt), 0);
+        pc_shard_opts_init(&so);
+        so.ring_size = 4;
+        assert_int_equal(pc_shard_init(S.rt, &so), 0);
+        S.n = pc_runtime_workers(S.rt);
+        assert_int_equal(S.n, SW);
+        /* 1M messages at full scale (calls count once, their replies too). */
+        S.per_driver = pc_test_scaled(1000000) / SW;
+        S.total_msgs = S.per_driver * SW;
+        for (unsigned w = 0; w < SW; w++)
+                S.left[w] = S.per_driver;
+        S.stop_when_done = true;
+
+        watchdog_start(&wd, S.rt, 120);
+        assert_int_equal(pc_runtime_run(S.rt, storm_main, NULL), 0);
+        assert_false(watchdog_end(&wd));
+
+        assert_int_equal(atomic_load(&S.send_err), 0);
+        assert_int_equal(atomic_load(&S.bad_worker), 0);
+        assert_int_equal(atomic_load(&S.bad_order), 0);
+        assert_int_equal(atomic_load(&S.bad_result), 0);
+        assert_int_equal(atomic_load(&S.msgs), S.total_msgs);
+        assert_int_equal(atomic_load(&S.replies), atomic_load(&S.calls));
+        assert_true(atomic_load(&S.calls) > 0);
+        /* Exactly once per pair: every receiver saw each sender's full run. */
+        for (unsigned s = 0; s < SW; s++)
+                for (unsigned d = 0; d < SW; d++) {
+                        assert_int_equal(S.expect[d][s], S.next_seq[s][d]);
+                        delivered += S.expect[d][s];
+                }
+        assert_int_equal(delivered, S.total_msgs);
+        for (unsigned w = 0; w < SW; w++) {
+                assert_int_equal(pc_shard_stats(S.rt, w, &st), 0);
+                sent += st.sent;
+                recv += st.received;
+                ovf += st.overflowed;
+        }
+        /* Requests plus replies; rings of 4 must have pushed back. */
+        assert_int_equal(sent, S.total_msgs + atomic_load(&S.calls));
+        assert_int_equal(recv, sent);
+        assert_true(ovf > 0);
+        pc_runtime_destroy(S.rt);
+}
+
+static void test_storm_fifo_exactly_once_tpc(void **state)
+{
+        (void)state;
+        run_storm(PC_MODE_TPC);
+}
+
+static void test_storm_fifo_exactly_once_elastic(void **state)
+{
+        (void)state;
+        run_storm(PC_MODE_ELASTIC);
+}
+
+/* ---- stop right after queueing a storm: nothing is lost ------------------ */
+
+#define DW MAXW
+
+static _Atomic uint64_t blocking_ran, blocking_done_ok;
+
+static void *slow_job(void *arg)
+{
+        struct timespec ts = {0, 2000000};
+
+        nanosleep(&ts, NULL);
+        atomic_fetch_add(&blocking_ran, 1);
+        return arg;
+}
+
+static void slow_done(void *result, void *arg)
+{
+        if (result == arg && (uintptr_t)arg == (uintptr_t)pc_worker_id())
+                atomic_fetch_add(&blocking_done_ok, 1);
+}
+
+static void drain_burst(void *arg)
+{
+        uint64_t count = (uint64_t)(uintptr_t)arg;
+        unsigned me = (unsigned)pc_worker_id();
+
+        for (uint64_t i = 0; i < count; i++)
+                if (send_one((unsigned)((me + i) % S.n)) != 0)
+                        atomic_fetch_add(&S.send_err, 1);
+        if (pc_spawn_blocking(slow_job, (void *)(uintptr_t)me, slow_done,
+                              (void *)(uintptr_t)me) != 0)
+                atomic_fetch_add(&S.send_err, 1);
+}
+
+/* On worker 0 at the very start: the other workers may not have run yet. */
+static void drain_main(void *arg)
+{
+        uint64_t per = (uint64_t)(uintptr_t)arg;
+
+        drain_burst(arg);
+        for (unsigned w = 1; w < S.n; w++)
+                pc_submit(w, drain_burst, (void *)(uintptr_t)per);
+        pc_runtime_stop(S.rt);
+}
+
+static void test_stop_mid_storm_loses_nothing(void **state)
+{
+        struct pc_shard_opts so;
+        struct pc_config cfg;
+        uint64_t per;
+
+        (void)state;
+        memset(&S, 0, sizeof(S));
+        pc_test_config(&cfg, DW);
+        assert_int_equal(pc_runtime_create(&cfg, &S.rt), 0);
+        pc_shard_opts_init(&so);
+        so.ring_size = 4;
+        so.blocking_threads = 2;
+        assert_int_equal(pc_shard_init(S.rt, &so), 0);
+        S.n = pc_runtime_workers(S.rt);
+        /* Worker 0 sends its burst, then one message per other worker
+         * that makes it send a burst too, then stops at once: all of it
+         * runs while the runtime drains. */
+        per = pc_test_scaled(20000);
+
+        for (int round = 0; round < 2; round++) {
+                struct watchdog wd;
+
+                atomic_store(&blocking_ran, 0);
+                atomic_store(&blocking_done_ok, 0);
+                watchdog_start(&wd, S.rt, 60);
+                assert_int_equal(pc_runtime_run(S.rt, drain_main, (void *)(uintptr_t)per), 0);
+                assert_false(watchdog_end(&wd));
+                /* msgs counts checked submits and replies, so every burst
+                 * message and every reply arrived, in order. */
+                assert_int_equal(atomic_load(&S.send_err), 0);
+                assert_int_equal(atomic_load(&S.bad_worker), 0);
+                assert_int_equal(atomic_load(&S.bad_order), 0);
+                assert_int_equal(atomic_load(&S.bad_result), 0);
+                assert_int_equal(atomic_load(&S.msgs), per * S.n * (uint64_t)(round + 1));
+                assert_int_equal(atomic_load(&S.replies), atomic_load(&S.calls));
+                assert_int_equal(atomic_load(&blocking_ran), S.n);
+                assert_int_equal(atomic_load(&blocking_done_ok), S.n);
+        }
+        pc_runtime_destroy(S.rt);
+}
+
+/* ---- backpressure: a sender with overflow sleeps, the receiver wakes it -- */
+
+#define BP_MSGS 200
+
+static struct {
+        struct pc_runtime *rt;
+        uint64_t expect;
+        _Atomic uint64_t got;
+        _Atomic int sender_slept, bad;
+} B;
+
+/* Registered on the sender after the mailbox poller: its prepare_sleep()
+ * runs only when the mailbox poller's allowed sleep. */
+static bool bp_prepare_sleep(void *arg)
+{
+        (void)arg;
+        atomic_store(&B.sender_slept, 1);
+        return true;
+}
+
+static unsigned bp_poll(void *arg)
+{
+        (void)arg;
+        return 0;
+}
+
+static const struct pc_poller_ops bp_ops = {
+        .name = "sleep-probe", .poll = bp_poll, .prepare_sleep = bp_prepare_sleep};
+
+/* The first message holds the receiver (and so the full ring) until the
+ * sender, holding 196 messages in overflow, has gone to sleep: a sender
+ * that refused sleep would spin here. The rest arrive only if the
+ * receiver's drain wakes the sleeping sender. */
+static void bp_recv(void *arg)
+{
+        if ((uint64_t)(uintptr_t)arg != B.expect++)
+                atomic_fetch_add(&B.bad, 1);
+        if (arg == NULL) {
+                uint64_t t0 = pc_now_ns();
+                while (!atomic_load(&B.sender_slept)) {
+                        if (pc_now_ns() - t0 > 30000000000ull) {
+                                atomic_fetch_add(&B.bad, 1);
+                                break;
+                        }
+                        sched_yield();
+                }
+        }
+        if (atomic_fetch_add(&B.got, 1) + 1 == BP_MSGS)
+                pc_runtime_stop(B.rt);
+}
+
+static void bp_main(void *arg)
+{
+        (void)arg;
+        if (pc_poller_register(&bp_ops, NULL, NULL) != 0)
+                atomic_fetch_add(&B.bad, 1);
+        for (uint64_t i = 0; i < BP_MSGS; i++)
+                if (pc_submit(1, bp_recv, (void *)(uintptr_t)i) != 0)
+                        atomic_fetch_add(&B.bad, 1);
+}
+
+static void test_overflow_sender_sleeps_and_is_woken(void **state)
+{
+        struct pc_shard_opts so;
+        struct pc_config cfg;
+        struct pc_shard_stats st;
+        struct watchdog wd;
+
+        (void)state;
+        memset(&B, 0, sizeof(B));
+        pc_test_config(&cfg, 2);
+        assert_int_equal(pc_runtime_create(&cfg, &B.rt), 0);
+        pc_shard_opts_init(&so);
+        so.ring_size = 4;
+        assert_int_equal(pc_shard_init(B.rt, &so), 0);
+        watchdog_start(&wd, B.rt, 60);
+        assert_int_equal(pc_runtime_run(B.rt, bp_main, NULL), 0);
+        assert_false(watchdog_end(&wd));
+        assert_int_equal(atomic_load(&B.bad), 0);
+        assert_int_equal(atomic_load(&B.sender_slept), 1);
+        assert_int_equal(atomic_load(&B.got), BP_MSGS);
+        assert_int_equal(pc_shard_stats(B.rt, 0, &st), 0);
+        assert_int_equal(st.overflowed, BP_MSGS - 4);
+        assert_true(st.space_waits > 0);
+        pc_runtime_destroy(B.rt);
+}
+
+/* ---- ping-pong under parking: no lost wake-up ---------------------------- */
+
+/*
+ * Pairs of workers bounce one call at a time (a call, then a submit back)
+ * with PERCORE_IDLE=park, so nearly every message lands on a worker that
+ * is going to sleep or asleep. A lost wake-up leaves a pair stuck, and the
+ * watchdog fails the test.
+ */
+#define PW 4
+
+static struct {
+        struct pc_runtime *rt;
+        uint64_t rounds;
+        _Atomic unsigned pairs_done;
+        _Atomic uint64_t bad;
+} P;
+
+static void pp_serve(void *arg);
+
+static void pp_back(void *result, void *arg)
+{
+        uint64_t round = (uint64_t)(uintptr_t)arg;
+        unsigned me = (unsigned)pc_worker_id();
+
+        if ((uintptr_t)result != (uintptr_t)arg + 1 || me % 2 != 0)
+                atomic_fetch_add(&P.bad, 1);
+        /* The next round goes the other way: the peer submits to us. */
+        if (pc_submit(me + 1, pp_serve, (void *)(uintptr_t)(round + 1)) != 0)
+                atomic_fetch_add(&P.bad, 1);
+}
+
+static void *pp_answer(void *arg)
+{
+        return (void *)((uintptr_t)arg + 1);
+}
+
+static void pp_call(void *arg)
+{
+        unsigned me = (unsigned)pc_worker_id();
+
+        if (pc_call(me + 1, pp_answer, arg, pp_back, arg) != 0)
+                atomic_fetch_add(&P.bad, 1);
+}
+
+/* On the odd worker of a pair: bounce back to the even one, or finish. */
+static void pp_serve(void *arg)
+{
+        uint64_t round = (uint64_t)(uintptr_t)arg;
+        unsigned me = (unsigned)pc_worker_id();
+
+        if (round == P.rounds) {
+                if (atomic_fetch_add(&P.pairs_done, 1) + 1 == PW / 2)
+                        pc_runtime_stop(P.rt);
+                return;
+        }
+        if (pc_submit(me - 1, pp_call, arg) != 0)
+                atomic_fetch_add(&P.bad, 1);
+}
+
+static void pp_main(void *arg)
+{
+        (void)arg;
+        for (unsigned w = 0; w < PW; w += 2)
+                pc_submit(w, pp_call, (void *)(uintptr_t)0);
+}
+
+static void test_ping_pong_parking(void **state)
+{
+        struct pc_config cfg;
+        struct watchdog wd;
+
+        (void)state;
+        memset(&P, 0, sizeof(P));
+        pc_test_config(&cfg, PW);
+        assert_int_equal(pc_runtime_create(&cfg, &P.rt), 0);
+        assert_int_equal(pc_shard_init(P.rt, NULL), 0);
+        P.rounds = pc_test_scaled(100000);
+        watchdog_start(&wd, P.rt, 120);
+        assert_int_equal(pc_runtime_run(P.rt, pp_main, NULL), 0);
+        assert_false(watchdog_end(&wd));
+        assert_int_equal(atomic_load(&P.bad), 0);
+        assert_int_equal(atomic_load(&P.pairs_done), PW / 2);
+        pc_runtime_destroy(P.rt);
+}
+
+/* ---- idle polls inspect no ring, with 64 workers ------------------------- */
+
+#define IW 64
+#define IDLE_ITERS 50
+
+struct idle_w {
+        struct pc_poller *p;
+        unsigned iters;
+        uint64_t polls0, inspected0, idle0;
+        uint64_t inspected_end;
+} __attribute__((aligned(64)));
+
+static struct {
+        struct pc_runtime *rt;
+        struct idle_w w[IW];
+        _Atomic unsigned idle_finished, got;
+        _Atomic uint64_t bad_idle, bad_busy, errors;
+} I;
+
+static void idle_recv(void *arg)
+{
+        unsigned me = (unsigned)pc_worker_id();
+        struct pc_shard_stats st;
+
+        (void)arg;
+        /* This message is the only traffic since the idle window: exactly
+         * one ring was inspected to find it. */
+        pc_shard_stats(I.rt, me, &st);
+        if (st.rings_inspected - I.w[me].inspected_end != 1)
+                atomic_fetch_add(&I.bad_busy, 1);
+        if (atomic_fetch_add(&I.got, 1) + 1 == IW)
+                pc_runtime_stop(I.rt);
+}
+
+static void send_to_next(void *arg)
+{
+        (void)arg;
+        if (pc_submit(((unsigned)pc_worker_id() + 1) % IW, idle_recv, NULL) != 0)
+                atomic_fetch_add(&I.errors, 1);
+}
+
+/* Registered after the mailbox poller, so each call of this poll follows
+ * one mailbox poll in the same iteration. Returning 1 keeps the worker
+ * iterating (no parking) for IDLE_ITERS iterations with no traffic. */
+static unsigned idle_poll(void *arg)
+{
+        struct idle_w *iw = arg;
+        unsigned me = (unsigned)pc_worker_id();
+        struct pc_shard_stats st;
+
+        if (++iw->iters < IDLE_ITERS)
+                return 1;
+        pc_shard_stats(I.rt, me, &st);
+        if (st.rings_inspected != iw->inspected0 || st.polls - iw->polls0 < IDLE_ITERS - 1 ||
+            st.idle_polls - iw->idle0 < IDLE_ITERS - 1)
+                atomic_fetch_add(&I.bad_idle, 1);
+        iw->inspected_end = st.rings_inspected;
+        pc_poller_unregister(iw->p);
+        /* The last worker out of its idle window starts the traffic. */
+        if (atomic_fetch_add(&I.idle_finished, 1) + 1 == IW)
+                for (unsigned w = 0; w < IW; w++)
+                        pc_spawn_on(w, send_to_next, NULL);
+        return 0;
+}
+
+static const struct pc_poller_ops idle_ops = {.name = "idle-probe", .poll = idle_poll};
+
+static void idle_probe(void *arg)
+{
+        struct idle_w *iw = arg;
+        struct pc_shard_stats st;
+
+        pc_shard_stats(I.rt, (unsigned)pc_worker_id(), &st);
+        iw->polls0 = st.polls;
+        iw->inspected0 = st.rings_inspected;
+        iw->idle0 = st.idle_polls;
+        if (pc_poller_register(&idle_ops, iw, &iw->p) != 0)
+                atomic_fetch_add(&I.errors, 1);
+}
+
+/* Task spawns use the core's inboxes, not the mailboxes. */
+static void idle_main(void *arg)
+{
+        (void)arg;
+        for (unsigned w = 0; w < IW; w++)
+                pc_spawn_on(w, idle_probe, &I.w[w]);
+}
+
+static void test_idle_poll_inspects_no_ring(void **state)
+{
+        struct pc_shard_opts so;
+        struct pc_config cfg;
+
+        (void)state;
+        memset(&I, 0, sizeof(I));
+        pc_test_config(&cfg, IW);
+        assert_int_equal(pc_runtime_create(&cfg, &I.rt), 0);
+        assert_int_equal(pc_runtime_workers(I.rt), IW);
+        pc_shard_opts_init(&so);
+        so.ring_size = 4;
+        so.blocking_threads = 0;
+        assert_int_equal(pc_shard_init(I.rt, &so), 0);
+        assert_int_equal(pc_runtime_run(I.rt, idle_main, NULL), 0);
+        assert_int_equal(atomic_load(&I.errors), 0);
+        assert_int_equal(atomic_load(&I.idle_finished), IW);
+        assert_int_equal(atomic_load(&I.bad_idle), 0);
+        assert_int_equal(atomic_load(&I.got), IW);
+        assert_int_equal(atomic_load(&I.bad_busy), 0);
+        pc_runtime_destroy(I.rt);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_storm_fifo_exactly_once_tpc),
+                cmocka_unit_test(test_storm_fifo_exactly_once_elastic),
+                cmocka_unit_test(test_stop_mid_storm_loses_nothing),
+                cmocka_unit_test(test_overflow_sender_sleeps_and_is_woken),
+                cmocka_unit_test(test_ping_pong_parking),
+                cmocka_unit_test(test_idle_poll_inspects_no_ring),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
