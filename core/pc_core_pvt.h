@@ -32,6 +32,7 @@
 #define PC_ADVERTISE_MIN 2      /* stealable tasks before a worker advertises */
 #define PC_OWNER_BATCH 8        /* stealable tasks the owner claims per CAS */
 #define PC_SPILL_MAX 2048       /* most tasks a full stealable ring spills at once */
+#define PC_MONITOR_THRESHOLD 4  /* load monitor: busiest > 4 x max(lightest, 1), >= 4 */
 
 /* Task owners that are not workers. */
 #define PC_OWNER_HEAP 0xfffeu /* malloc'd by pc_runtime_inject(): free() it */
@@ -208,8 +209,17 @@ struct pc__module {
         void (*destroy)(struct pc_runtime *rt, void *arg);
 };
 
+/* An agent: tasks sharing placement. target < 0 until the first spawn. */
+struct pc__agent {
+        _Atomic int target;
+        _Atomic uint8_t used;
+        uint8_t place;    /* enum pc_spawn_place */
+        uint8_t affinity; /* PC_STICKY: the monitor leaves it alone */
+};
+
 struct pc_runtime {
         struct pc_config cfg;
+        const struct pc_policy *policy;
         const struct pc__launcher *launcher;
         void *launcher_ctx;
         char *cpus_str, *sysfs_root_str, *eal_args_str; /* owned copies */
@@ -237,6 +247,21 @@ struct pc_runtime {
         _Atomic int main_done;
         struct pc_task main_task;
         struct pc__module *modules; /* in the order they were added */
+
+        /* Placement and agents (place.c). */
+        _Atomic unsigned place_rr PC_ALIGNED;
+        _Atomic unsigned agents_on[PC_MAX_WORKERS]; /* agents placed per worker */
+        pthread_mutex_t agent_lock;
+        int agent_hint, mon_hint; /* under agent_lock */
+        _Atomic unsigned agent_count;
+        struct pc__agent agents[PC_MAX_AGENTS + 1]; /* ids 1..PC_MAX_AGENTS */
+
+        /* The load monitor thread. */
+        pthread_t mon_thread;
+        pthread_mutex_t mon_lock;
+        pthread_cond_t mon_cond;
+        bool mon_stop, mon_running;
+        _Atomic uint64_t mon_samples, mon_retargets;
 };
 
 /* The calling thread's worker, NULL off-worker. */
@@ -276,7 +301,13 @@ void pc__worker_fini(struct pc_worker *w);
 /* runtime.c */
 void pc__module_add(struct pc_runtime *rt, struct pc__module *m);
 
+/* place.c */
+int pc__monitor_start(struct pc_runtime *rt);
+void pc__monitor_stop(struct pc_runtime *rt);
+void pc__monitor_sample(struct pc_runtime *rt);
+
 /* task.c */
+int pc__spawn_to(struct pc_worker *self, unsigned dst, struct pc_task *t);
 struct pc_task *pc__task_alloc_slow(struct pc_worker *w);
 void pc__task_free_remote(struct pc_runtime *rt, struct pc_task *t);
 int pc__inject(struct pc_runtime *rt, struct pc_task *t);

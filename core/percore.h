@@ -96,6 +96,8 @@ struct pc_config {
         enum pc_log_level log_level;     /**< PERCORE_LOG */
         bool stats;                      /**< PERCORE_STATS: table at exit */
         unsigned runq_size; /**< local ring slots per worker, power of two */
+        /** Scheduling policy; NULL = the built-in one of @mode. */
+        const struct pc_policy *policy;
 };
 
 /**
@@ -299,6 +301,95 @@ int pc_spawn_task_on(unsigned worker, struct pc_task *t);
  * Any thread.
  */
 int pc_runtime_inject_task(struct pc_runtime *rt, struct pc_task *t);
+
+/* ------------------------------------------------------------------------ */
+/* Placement, agents and policies                                           */
+/* ------------------------------------------------------------------------ */
+
+/** Where pc_spawn_ex() puts a task. */
+enum pc_spawn_place {
+        PC_SPAWN_LOCAL,        /**< the calling worker (default) */
+        PC_SPAWN_ROUND_ROBIN,  /**< the next worker in turn */
+        PC_SPAWN_LEAST_LOADED, /**< least load: agents assigned + tasks queued */
+        PC_SPAWN_WORKER,       /**< the worker in pc_spawn_opts.worker */
+        PC_SPAWN_POLICY,       /**< ask the runtime's policy (pc_policy.place) */
+};
+
+/** Options of pc_spawn_ex(); zero-initialised means pc_spawn(). */
+struct pc_spawn_opts {
+        unsigned affinity;         /**< PC_STICKY, PC_ELASTIC, or 0 = mode default */
+        enum pc_spawn_place place; /**< ignored when @agent is set */
+        unsigned worker;           /**< for PC_SPAWN_WORKER */
+        int agent;                 /**< 0 = none, else an id from pc_agent_create() */
+};
+
+/**
+ * Spawn fn(arg) with explicit affinity and placement. With an agent, the
+ * task goes where the agent is placed: the first spawn places the agent by
+ * the agent's policy, later ones follow it until the load monitor
+ * retargets it (future spawns only: queued work never moves).
+ * Least-loaded scans the workers from a rotating start, so equal loads
+ * are served round-robin.
+ * Returns the worker the task was queued on (>= 0), or -EINVAL (fn NULL,
+ * bad place, affinity or worker, unknown agent), -ENOMEM, -EPERM
+ * off-worker. Worker only.
+ */
+int pc_spawn_ex(pc_task_fn fn, void *arg, const struct pc_spawn_opts *opts);
+
+/**
+ * Create an agent: a stream of tasks that share placement (a connection,
+ * an actor, a client). @place is how it is placed on its first spawn
+ * (not PC_SPAWN_WORKER); @affinity PC_STICKY keeps the load monitor from
+ * moving it. Returns 0 and an id > 0 in *@id, -EINVAL, or -ENOSPC when
+ * PC_MAX_AGENTS exist. Any thread.
+ */
+#define PC_MAX_AGENTS 4096
+int pc_agent_create(struct pc_runtime *rt, enum pc_spawn_place place, unsigned affinity,
+                    int *id);
+
+/** Forget an agent; its queued tasks still run. 0 or -EINVAL. Any thread. */
+int pc_agent_destroy(struct pc_runtime *rt, int id);
+
+/** The worker an agent's next task goes to, -ENOENT if not placed yet,
+ * -EINVAL for an unknown agent. Any thread. */
+int pc_agent_worker(const struct pc_runtime *rt, int id);
+
+struct pc_steal_order;
+
+/**
+ * A scheduling policy, the way a user swaps the scheduler. The built-in
+ * modes are instances (pc_policy_builtin()); a program may plug in its own
+ * through pc_config.policy. Callbacks run on workers; NULL means the
+ * built-in behaviour.
+ */
+struct pc_policy {
+        const char *name;
+        /** Elastic tasks go to stealable queues (false: everything stays). */
+        bool stealing;
+        /** Worker for a PC_SPAWN_POLICY task or a new agent of that place;
+         * return < 0 to place locally. */
+        int (*place)(void *ctx, const struct pc_runtime *rt, unsigned from);
+        /** Fill worker @w's victims, nearest first (computed once at
+         * create); return 0 or < 0 for the numa tiers. */
+        int (*steal_order)(void *ctx, const struct pc_runtime *rt, unsigned w,
+                           struct pc_steal_order *out);
+        /** Worker @w is idle: return true to let it try to steal. */
+        bool (*on_idle)(void *ctx, unsigned w);
+        void *ctx;
+};
+
+/** The policy a built-in mode is made of. Any thread; static storage. */
+const struct pc_policy *pc_policy_builtin(enum pc_mode mode);
+
+/** Runtime-wide counters of placement and the load monitor. */
+struct pc_runtime_stats {
+        uint64_t monitor_samples;   /**< intervals the monitor looked */
+        uint64_t monitor_retargets; /**< agents it moved (future spawns) */
+        uint64_t agents;            /**< agents alive */
+};
+
+/** Copy the runtime-wide counters. 0 or -EINVAL. Any thread. */
+int pc_stats_runtime(const struct pc_runtime *rt, struct pc_runtime_stats *out);
 
 /* ------------------------------------------------------------------------ */
 /* Timers                                                                   */

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "pc_core_pvt.h"
 
@@ -146,11 +147,40 @@ static int choose_cpus(struct pc_runtime *rt, char *err, size_t errlen)
         return 0;
 }
 
-/* Each worker's steal order, nearest first, or flat when asked. */
+/* An order a policy computed must list every other worker exactly once. */
+static bool order_valid(const struct pc_runtime *rt, unsigned w, const struct pc_steal_order *o)
+{
+        bool seen[PC_MAX_WORKERS] = {false};
+
+        if (o->ntiers > PC_TOPO_MAX_TIERS || o->tier_start[0] != 0 ||
+            o->tier_start[o->ntiers] != rt->nworkers - 1)
+                return false;
+        for (unsigned t = 0; t < o->ntiers; t++)
+                if (o->tier_start[t] > o->tier_start[t + 1])
+                        return false;
+        for (unsigned k = 0; k + 1 < rt->nworkers; k++) {
+                unsigned v = o->victims[k];
+                if (v >= rt->nworkers || v == w || seen[v])
+                        return false;
+                seen[v] = true;
+        }
+        return true;
+}
+
+/* Each worker's steal order: the policy's, the numa tiers, or flat. */
 static void steal_orders(struct pc_runtime *rt)
 {
+        const struct pc_policy *p = rt->policy;
+
         for (unsigned i = 0; i < rt->nworkers; i++) {
                 struct pc_worker *w = rt->workers[i];
+                if (p->steal_order && p->steal_order(p->ctx, rt, i, &w->order) == 0) {
+                        if (order_valid(rt, i, &w->order))
+                                continue;
+                        pc_log(PC_LOG_WARN, "policy %s: steal order of worker %u is not a "
+                                            "permutation of the other workers; using the "
+                                            "default", p->name, i);
+                }
                 if (rt->cfg.steal_tiers == PC_TIERS_NUMA &&
                     pc_topo_steal_tiers(rt->topo, rt->cpus, rt->nworkers, i, &w->order) == 0)
                         continue;
@@ -266,6 +296,15 @@ int pc_runtime_create(const struct pc_config *cfg, struct pc_runtime **out)
                 return -ENOMEM;
         memset(rt, 0, sizeof(*rt));
         pthread_mutex_init(&rt->inj_lock, NULL);
+        pthread_mutex_init(&rt->agent_lock, NULL);
+        pthread_mutex_init(&rt->mon_lock, NULL);
+        {
+                pthread_condattr_t ca;
+                pthread_condattr_init(&ca);
+                pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+                pthread_cond_init(&rt->mon_cond, &ca);
+                pthread_condattr_destroy(&ca);
+        }
         if (cfg)
                 rt->cfg = *cfg;
         else
@@ -280,11 +319,15 @@ int pc_runtime_create(const struct pc_config *cfg, struct pc_runtime **out)
         if (rc) {
                 pc_log(PC_LOG_ERROR, "%s", err);
                 pthread_mutex_destroy(&rt->inj_lock);
+                pthread_mutex_destroy(&rt->agent_lock);
+                pthread_mutex_destroy(&rt->mon_lock);
+                pthread_cond_destroy(&rt->mon_cond);
                 pc_topo_free(rt->topo);
                 free(rt);
                 return rc;
         }
         pc__log_set_level(rt->cfg.log_level);
+        rt->policy = rt->cfg.policy ? rt->cfg.policy : pc_policy_builtin(rt->cfg.mode);
 
         rt->cpus_str = dup_or_null(rt->cfg.cpus);
         rt->sysfs_root_str = dup_or_null(rt->cfg.sysfs_root);
@@ -379,9 +422,12 @@ int pc_runtime_run(struct pc_runtime *rt, pc_task_fn main_fn, void *arg)
                 goto out;
         }
 
+        if (pc__monitor_start(rt) != 0)
+                pc_log(PC_LOG_WARN, "the load monitor thread did not start; running without");
         pc_task_init(&rt->main_task, main_fn, arg, PC_STICKY);
         pc__runq_push(&w0->rq, &rt->main_task);
         pc__worker_loop(w0);
+        pc__monitor_stop(rt);
 
         for (unsigned i = 1; i < rt->nworkers; i++) {
                 rt->launcher->join(rt, rt->workers[i]);
@@ -500,6 +546,9 @@ void pc_runtime_destroy(struct pc_runtime *rt)
                 pc_numa_free(w, sizeof(*w));
         }
         pthread_mutex_destroy(&rt->inj_lock);
+        pthread_mutex_destroy(&rt->agent_lock);
+        pthread_mutex_destroy(&rt->mon_lock);
+        pthread_cond_destroy(&rt->mon_cond);
         pc_topo_free(rt->topo);
         free(rt->cpus_str);
         free(rt->sysfs_root_str);

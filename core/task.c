@@ -68,7 +68,7 @@ void pc__task_free_remote(struct pc_runtime *rt, struct pc_task *t)
                                                         memory_order_relaxed));
 }
 
-static int spawn_to(struct pc_worker *self, unsigned dst, struct pc_task *t)
+int pc__spawn_to(struct pc_worker *self, unsigned dst, struct pc_task *t)
 {
         struct pc_runtime *rt = self->rt;
         struct pc_worker *w;
@@ -124,7 +124,7 @@ int pc_spawn_on(unsigned worker, pc_task_fn fn, void *arg)
         t->fn = fn;
         t->arg = arg;
         t->flags = 0;
-        return spawn_to(w, worker, t);
+        return pc__spawn_to(w, worker, t);
 }
 
 int pc_spawn_task(struct pc_task *t)
@@ -149,7 +149,7 @@ int pc_spawn_task_on(unsigned worker, struct pc_task *t)
         if (unlikely(t == NULL || t->fn == NULL || worker >= w->rt->nworkers))
                 return -EINVAL;
         t->owner = PC_OWNER_USER;
-        return spawn_to(w, worker, t);
+        return pc__spawn_to(w, worker, t);
 }
 
 /* Wake one sleeping worker, starting from a rotating index. */

@@ -41,7 +41,7 @@ int pc__worker_init(struct pc_worker *w, struct pc_runtime *rt, unsigned id, uns
         w->cpu = rt->cpus[id];
         w->inject_countdown = PC_INJECT_EVERY;
         w->rng = splitmix64(rt->cfg.seed ^ ((uint64_t)id << 32)) | 1;
-        w->elastic = rt->cfg.mode == PC_MODE_ELASTIC && rt->nworkers > 1;
+        w->elastic = rt->policy->stealing && rt->nworkers > 1;
         w->remote_min = rt->cfg.remote_steal_min;
         w->efd = -1;
         w->rq.mask = runq - 1;
@@ -434,7 +434,8 @@ static bool idle(struct pc_worker *w, uint64_t now)
 
         if (unlikely(atomic_load_explicit(&rt->stop_req, memory_order_relaxed)))
                 return idle_stopping(w);
-        if (w->elastic) {
+        if (w->elastic &&
+            (rt->policy->on_idle == NULL || rt->policy->on_idle(rt->policy->ctx, w->id))) {
                 struct pc_task *t = pc__steal(w);
                 if (t) {
                         w->idle_since = 0;
