@@ -433,11 +433,14 @@ static void det_task(void *arg)
 {
         uint32_t id = (uint32_t)(uintptr_t)arg;
 
+        uint64_t kids = pc_random() % 4;
+
+        /* Record who ran and how many children it drew: ids alone come
+         * out in FIFO order whatever the draws are. */
         if (D.n < DET_MAX)
-                D.order[D.n++] = id;
+                D.order[D.n++] = id << 2 | (uint32_t)kids;
         D.live--;
-        /* A random number of children, from the seeded generator. */
-        for (uint64_t k = pc_random() % 4; k > 0 && D.next_id < DET_MAX / 2; k--) {
+        for (; kids > 0 && D.next_id < DET_MAX / 2; kids--) {
                 pc_spawn(det_task, (void *)(uintptr_t)D.next_id++);
                 D.live++;
         }
