@@ -187,10 +187,20 @@ struct pc__launcher {
         void (*fini)(struct pc_runtime *rt);
 };
 
+/* Most worker-start hooks a runtime holds (see pc__runtime_on_worker_start). */
+#define PC_START_HOOKS 4
+
+struct pc__start_hook {
+        void (*fn)(struct pc_worker *w, void *arg);
+        void *arg;
+};
+
 struct pc_runtime {
         struct pc_config cfg;
         const struct pc__launcher *launcher;
         void *launcher_ctx;
+        struct pc__start_hook start_hooks[PC_START_HOOKS];
+        unsigned nstart_hooks;
         char *cpus_str, *sysfs_root_str, *eal_args_str; /* owned copies */
         unsigned nworkers;
         int cpus[PC_MAX_WORKERS];
@@ -244,6 +254,26 @@ static inline void pc__count_recv(struct pc_worker *w, uint64_t n)
 /* runtime.c: a launched worker thread's body (names the thread, runs the
  * loop). */
 void pc__worker_main(struct pc_worker *w);
+
+/*
+ * runtime.c: add a hook every worker runs on its own thread at the top of
+ * pc__worker_loop(), before its first iteration, on every pc_runtime_run()
+ * (so it must be idempotent: a backend registers its pollers the first
+ * time only). pc__self is set, so pc_poller_register() works there. Hooks
+ * run in the order they were added. Creating thread, before the first
+ * run. Returns 0, or -ENOSPC past PC_START_HOOKS.
+ */
+int pc__runtime_on_worker_start(struct pc_runtime *rt, void (*fn)(struct pc_worker *w, void *arg),
+                                void *arg);
+
+#ifdef PC_HAVE_DPDK
+/*
+ * net/dpdk/eal.c: start DPDK's EAL for @rt (its workers' CPUs are chosen),
+ * worker i = lcore i, and install the DPDK launcher. 0 or -errno with the
+ * reason in @err.
+ */
+int pc__dpdk_attach(struct pc_runtime *rt, char *err, size_t errlen);
+#endif
 
 /* worker.c */
 void pc__worker_loop(struct pc_worker *w);

@@ -462,6 +462,8 @@ void pc__worker_loop(struct pc_worker *w)
         struct pc_runtime *rt = w->rt;
 
         pc__self = w;
+        for (unsigned i = 0; i < rt->nstart_hooks; i++)
+                rt->start_hooks[i].fn(w, rt->start_hooks[i].arg);
         w->stop_seen = false;
         w->idle_since = 0;
         w->last_ns = pc__now();
@@ -496,7 +498,6 @@ void pc__worker_loop(struct pc_worker *w)
                 if (idle(w, now))
                         break;
         }
-        (void)rt;
         publish(w);
         pc__self = NULL;
 }
