@@ -106,6 +106,12 @@ const uint8_t *pc_port_mac(const struct pc_port *p);
  */
 int pc_port_tx(struct pc_port *p, struct rte_mbuf *m);
 
+/**
+ * pc_port_tx() for @n packets. Returns 0, or -EPERM off-worker (all
+ * freed). Worker only.
+ */
+int pc_port_tx_burst(struct pc_port *p, struct rte_mbuf **pkts, uint16_t n);
+
 /** Send the calling worker's buffered packets of @p now. Worker only. */
 void pc_port_flush(struct pc_port *p);
 

@@ -368,6 +368,30 @@ int pc_port_tx(struct pc_port *p, struct rte_mbuf *m)
         return 0;
 }
 
+int pc_port_tx_burst(struct pc_port *p, struct rte_mbuf **pkts, uint16_t n)
+{
+        struct pc_worker *w = pc__self;
+        struct pc_port_q *q;
+
+        if (unlikely(w == NULL || w->rt != p->rt)) {
+                rte_pktmbuf_free_bulk(pkts, n);
+                return -EPERM;
+        }
+        q = &p->q[w->id];
+        while (n) {
+                uint16_t k = p->burst - q->ntx;
+                if (k > n)
+                        k = n;
+                memcpy(q->tx + q->ntx, pkts, k * sizeof(*pkts));
+                q->ntx += k;
+                pkts += k;
+                n -= k;
+                if (q->ntx == p->burst)
+                        flush_q(q);
+        }
+        return 0;
+}
+
 void pc_port_flush(struct pc_port *p)
 {
         struct pc_worker *w = pc__self;
