@@ -28,6 +28,7 @@ struct suite {
 static const struct suite suites[] = {
         {"spawn", suite_spawn, "local spawn+run throughput per worker"},
         {"imbalance", suite_imbalance, "makespan of uneven work, skewed and balanced"},
+        {"fwd", suite_fwd, "DPDK forwarding Mpps on one core, pc-fwd vs dpdk-testpmd"},
 };
 #define NSUITES (sizeof(suites) / sizeof(suites[0]))
 
