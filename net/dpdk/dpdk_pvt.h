@@ -77,6 +77,10 @@ struct pc_dpdk {
         unsigned nports;
         bool hooked;
         bool flusher[PC_MAX_WORKERS]; /* worker registered its flush poller */
+        /* Launch/join hand-offs, also made through the (uninstrumented)
+         * EAL, repeated with C11 atomics so ThreadSanitizer sees them. */
+        _Atomic unsigned long launches[PC_MAX_WORKERS];
+        _Atomic unsigned long returns[PC_MAX_WORKERS];
 };
 
 /* The DPDK context of @rt, or NULL when @rt does not run on DPDK. */

@@ -152,21 +152,30 @@ static int build_lcores(struct pc_runtime *rt, const cpu_set_t *allowed, char *b
 
 static int lcore_body(void *arg)
 {
-        pc__worker_main(arg);
+        struct pc_worker *w = arg;
+        struct pc_dpdk *d = w->rt->launcher_ctx;
+
+        (void)atomic_load_explicit(&d->launches[w->id], memory_order_acquire);
+        pc__worker_main(w);
+        atomic_fetch_add_explicit(&d->returns[w->id], 1, memory_order_release);
         return 0;
 }
 
 static int dpdk_launch(struct pc_runtime *rt, struct pc_worker *w)
 {
-        (void)rt;
+        struct pc_dpdk *d = rt->launcher_ctx;
+
+        atomic_fetch_add_explicit(&d->launches[w->id], 1, memory_order_release);
         /* 0, -EBUSY (lcore not idle) or -EPIPE. */
         return rte_eal_remote_launch(lcore_body, w, w->id);
 }
 
 static void dpdk_join(struct pc_runtime *rt, struct pc_worker *w)
 {
-        (void)rt;
+        struct pc_dpdk *d = rt->launcher_ctx;
+
         rte_eal_wait_lcore(w->id);
+        (void)atomic_load_explicit(&d->returns[w->id], memory_order_acquire);
 }
 
 /* The calling thread is the main lcore already (rte_eal_init made it so),
