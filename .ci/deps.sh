@@ -3,8 +3,8 @@
 # Idempotent: with everything present it changes nothing and needs no network.
 set -euo pipefail
 pkgs=(build-essential meson ninja-build pkg-config python3
-      libdpdk-dev dpdk libnuma-dev libhwloc-dev hwloc libcmocka-dev liburing-dev
-      iproute2)
+      libdpdk-dev dpdk dpdk-dev libnuma-dev libhwloc-dev hwloc libcmocka-dev liburing-dev
+      iproute2 iputils-ping ethtool)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||

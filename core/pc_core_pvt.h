@@ -292,6 +292,15 @@ static inline void pc__count_recv(struct pc_worker *w, uint64_t n)
  * loop). */
 void pc__worker_main(struct pc_worker *w);
 
+#ifdef PC_HAVE_DPDK
+/*
+ * net/dpdk/eal.c: start DPDK's EAL for @rt (its workers' CPUs are chosen),
+ * worker i = lcore i, and install the DPDK launcher. 0 or -errno with the
+ * reason in @err.
+ */
+int pc__dpdk_attach(struct pc_runtime *rt, char *err, size_t errlen);
+#endif
+
 /* worker.c */
 void pc__worker_loop(struct pc_worker *w);
 void pc__wake(struct pc_worker *w);

@@ -339,11 +339,27 @@ int pc_runtime_create(const struct pc_config *cfg, struct pc_runtime **out)
                 rc = -ENOMEM;
                 goto fail;
         }
-        rt->launcher = &pthread_launcher;
-        rt->launcher_ctx = calloc(1, sizeof(struct pthread_ctx));
-        if (rt->launcher_ctx == NULL) {
-                rc = -ENOMEM;
-                goto fail;
+        if (rt->cfg.eal_args && rt->cfg.eal_args[0]) {
+                /* PERCORE_EAL_ARGS (or cfg.eal_args) asks for DPDK: the EAL
+                 * then owns the worker threads (worker i = lcore i). */
+#ifdef PC_HAVE_DPDK
+                rc = pc__dpdk_attach(rt, err, sizeof(err));
+#else
+                snprintf(err, sizeof(err),
+                         "PERCORE_EAL_ARGS is set but percore was built without DPDK");
+                rc = -ENOTSUP;
+#endif
+                if (rc) {
+                        pc_log(PC_LOG_ERROR, "%s", err);
+                        goto fail;
+                }
+        } else {
+                rt->launcher = &pthread_launcher;
+                rt->launcher_ctx = calloc(1, sizeof(struct pthread_ctx));
+                if (rt->launcher_ctx == NULL) {
+                        rc = -ENOMEM;
+                        goto fail;
+                }
         }
         for (unsigned i = 0; i < rt->nworkers; i++) {
                 /* The worker's state lives on its node (page aligned, so

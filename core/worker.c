@@ -500,7 +500,6 @@ void pc__worker_loop(struct pc_worker *w)
                 if (idle(w, now))
                         break;
         }
-        (void)rt;
         publish(w);
         pc__self = NULL;
 }

@@ -33,6 +33,7 @@ static const struct suite suites[] = {
         {"spawn", suite_spawn, "local spawn+run throughput per worker"},
         {"imbalance", suite_imbalance, "makespan of uneven work, skewed and balanced"},
         {"msg", suite_msg, "cross-core submit throughput and call round trip, 2 workers"},
+        {"fwd", suite_fwd, "DPDK forwarding Mpps on one core, pc-fwd vs dpdk-testpmd"},
 };
 #define NSUITES (sizeof(suites) / sizeof(suites[0]))
 

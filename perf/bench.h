@@ -71,5 +71,6 @@ void bench_config(struct pc_config *cfg, const struct bench_opts *o, enum pc_mod
 int suite_spawn(const struct bench_opts *o);
 int suite_imbalance(const struct bench_opts *o);
 int suite_msg(const struct bench_opts *o);
+int suite_fwd(const struct bench_opts *o);
 
 #endif

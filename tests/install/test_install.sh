@@ -14,8 +14,13 @@ pc=$(find "$tmp/root" -name percore.pc -print -quit)
 hdr=$(find "$tmp/root" -path '*/percore/percore.h' -print -quit)
 [ -n "$hdr" ] || { echo "percore.h was not installed"; exit 1; }
 
-export PKG_CONFIG_PATH=$(dirname "$pc")
-export PKG_CONFIG_SYSROOT_DIR="$tmp/root"
+# Relocate percore's own prefix into the scratch root, in a copy of its .pc.
+# (PKG_CONFIG_SYSROOT_DIR or --define-variable would also move the paths of
+# the system packages percore requires, such as libdpdk's.)
+mkdir "$tmp/pc"
+prefix=$(sed -n 's/^prefix=//p' "$pc")
+sed "s|^prefix=.*|prefix=$tmp/root$prefix|" "$pc" >"$tmp/pc/percore.pc"
+export PKG_CONFIG_PATH="$tmp/pc"
 flags=$(pkg-config --cflags --libs percore)
 echo "pkg-config --cflags --libs percore: $flags"
 $cc -std=c11 -Wall -Wextra -Werror -o "$tmp/hello" "$src" $flags

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Private state of the DPDK backend: the per-runtime context the launcher
+ * carries, ports and their per-worker queues. Not part of the API.
+ */
+#ifndef PC_DPDK_PVT_H
+#define PC_DPDK_PVT_H
+
+#include <sched.h>
+#include <stdatomic.h>
+
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
+
+#include "pc_core_pvt.h"
+#include "pc_dpdk.h"
+
+#define PC_RXD_DEFAULT 512
+#define PC_TXD_DEFAULT 512
+#define PC_BURST_MAX 256
+#define PC_MBUF_CACHE 256
+#define PC_ARP_SLOTS 16 /* per worker and port, direct-mapped */
+
+/* Counters of one queue: written by its worker only (relaxed load+store),
+ * read by anyone. */
+struct pc_qstats {
+        _Atomic uint64_t rx, tx, drops, errors, malformed;
+        _Atomic uint64_t reason[PC_PKT_NR];
+};
+
+struct pc_arp_entry {
+        uint32_t addr; /* 0 = empty */
+        uint8_t mac[6];
+};
+
+/* Queue i of a port: worker i's, and nobody else's. */
+struct pc_port_q {
+        struct pc_port *port;
+        uint16_t qid;
+        uint16_t ntx;
+        bool poller_registered;
+        struct rte_mbuf **tx; /* [burst] */
+        struct rte_mempool *pool; /* its worker's socket's */
+        struct pc_arp_entry arp[PC_ARP_SLOTS];
+        struct pc_qstats st;
+} PC_ALIGNED;
+
+struct pc_udp_bind {
+        uint16_t port;
+        pc_udp_fn fn;
+        void *arg;
+};
+
+struct pc_port {
+        struct pc_runtime *rt;
+        uint16_t port_id;
+        uint16_t burst;
+        unsigned nq;
+        char name[RTE_ETH_NAME_MAX_LEN];
+        uint8_t mac[6];
+        pc_rx_fn rx;
+        void *rx_arg;
+        uint32_t ipv4; /* host order, 0 = none */
+        struct pc_udp_bind binds[PC_UDP_MAX_BINDS];
+        unsigned nbinds;
+        struct pc_port_q *q; /* [nq], one per worker */
+};
+
+struct pc_dpdk {
+        struct pc_runtime *rt;
+        cpu_set_t saved_mask;
+        char saved_name[16];
+        bool entered_pinned;
+        struct rte_mempool *pools[RTE_MAX_NUMA_NODES + 1]; /* last: SOCKET_ID_ANY */
+        struct pc_port *ports[PC_MAX_PORTS];
+        unsigned nports;
+        bool hooked;
+        struct pc__module module; /* worker start: register RX pollers */
+        bool flusher[PC_MAX_WORKERS]; /* worker registered its flush poller */
+        /* Launch/join hand-offs, also made through the (uninstrumented)
+         * EAL, repeated with C11 atomics so ThreadSanitizer sees them. */
+        _Atomic unsigned long launches[PC_MAX_WORKERS];
+        _Atomic unsigned long returns[PC_MAX_WORKERS];
+};
+
+/* The DPDK context of @rt, or NULL when @rt does not run on DPDK. */
+struct pc_dpdk *pc__dpdk_of(const struct pc_runtime *rt);
+
+/* port.c */
+void pc__ports_close(struct pc_dpdk *d);
+unsigned pc__port_queues(const struct pc_port *p);
+static inline void pc__qcount(_Atomic uint64_t *c, uint64_t n)
+{
+        atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
+                              memory_order_relaxed);
+}
+void pc__port_drop(struct pc_port_q *q, struct rte_mbuf *m, enum pc_pkt_err why);
+
+/* telemetry.c */
+void pc__telemetry_register(struct pc_runtime *rt);
+void pc__telemetry_unregister(struct pc_runtime *rt);
+
+#endif /* PC_DPDK_PVT_H */

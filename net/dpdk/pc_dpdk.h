@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * percore on DPDK: ports with one RX and one TX queue per worker, an RX
+ * poller per (port, worker), buffered TX, per-queue counters, and a small
+ * IPv4/UDP service API on top (ARP, ICMP echo, UDP).
+ *
+ * DPDK is used when the runtime is created with PERCORE_EAL_ARGS (or
+ * cfg.eal_args) set to a non-empty string: pc_runtime_create() then starts
+ * the EAL with worker i as lcore i on worker i's CPU and worker 0 as the
+ * main lcore, plus the given arguments. The EAL starts once per process:
+ * the runtime that started it owns it, and pc_runtime_destroy() ends it
+ * with rte_eal_cleanup(); after that no DPDK call (and no other DPDK
+ * runtime) may follow in the process (-EALREADY).
+ *
+ * Include this header after percore.h. Packet buffers are DPDK's struct
+ * rte_mbuf; include <rte_mbuf.h> to touch their contents.
+ */
+#ifndef PC_DPDK_H
+#define PC_DPDK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "percore.h"
+#include "pc_proto.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct rte_mbuf;
+struct pc_port;
+
+/** Most ports one runtime opens. */
+#define PC_MAX_PORTS 16
+/** Default RX burst and TX buffer size. */
+#define PC_PORT_BURST 32
+/** Most UDP ports bound per pc_port. */
+#define PC_UDP_MAX_BINDS 16
+
+/**
+ * A port's RX handler: @n packets (n <= burst) just received on the calling
+ * worker's queue. The handler owns them: it frees them (rte_pktmbuf_free),
+ * keeps them, or hands them to pc_port_tx().
+ */
+typedef void (*pc_rx_fn)(struct pc_port *p, struct rte_mbuf **pkts, uint16_t n, void *arg);
+
+/** Port options; zero fields take the defaults named. */
+struct pc_port_opts {
+        uint16_t nb_rxd;  /**< RX descriptors per queue (512) */
+        uint16_t nb_txd;  /**< TX descriptors per queue (512) */
+        uint16_t burst;   /**< RX burst and TX buffer (PC_PORT_BURST, max 256) */
+        unsigned nb_mbufs; /**< mbufs of the socket's pool when this open creates
+                               it (enough for 4 such ports) */
+        pc_rx_fn rx;      /**< RX handler; NULL = the IPv4 stack (ARP, ICMP, UDP) */
+        void *rx_arg;
+        bool promiscuous; /**< enable promiscuous mode */
+};
+
+/**
+ * Open DPDK port @name_or_id ("net_null0", a PCI address, or a port
+ * number) for @rt: configure one RX and one TX queue per worker (queue i
+ * belongs to worker i, never shared), RSS over the symmetric 0x6d5a key
+ * with the hash types masked to what the device offers (none: no RSS), an
+ * mbuf pool per socket (one SOCKET_ID_ANY pool without hugepages), and
+ * start it. Each worker starts polling it when pc_runtime_run() starts.
+ * The port is stopped and closed by pc_runtime_destroy().
+ *
+ * Errors: -EINVAL (bad argument, runtime not on DPDK, too few queues on
+ * the device: message logged), -ENODEV (no such port), -ENOSPC (too many
+ * ports), -ENOMEM, -EBUSY (runtime running), or the -errno of the failing
+ * DPDK call (logged). The thread that created @rt, before pc_runtime_run().
+ */
+int pc_port_open(struct pc_runtime *rt, const char *name_or_id, const struct pc_port_opts *opts,
+                 struct pc_port **out);
+
+/** Port @i of @rt in opening order, or NULL. Any thread. */
+struct pc_port *pc_port_get(struct pc_runtime *rt, unsigned i);
+
+/** Number of ports opened on @rt. Any thread. */
+unsigned pc_port_count(const struct pc_runtime *rt);
+
+/** DPDK port id of @p. Any thread. */
+uint16_t pc_port_id(const struct pc_port *p);
+
+/** The device name of @p. Any thread. */
+const char *pc_port_name(const struct pc_port *p);
+
+struct rte_mempool;
+/** The mbuf pool the calling worker's queues of @p use (for allocating
+ * packets to send), or NULL off-worker. Worker only. */
+struct rte_mempool *pc_port_pool(const struct pc_port *p);
+
+/** MAC address of @p (6 bytes). Any thread. */
+const uint8_t *pc_port_mac(const struct pc_port *p);
+
+/**
+ * Queue @m for transmission on the calling worker's TX queue of @p. The
+ * buffer is flushed at the end of every poller pass and whenever it fills;
+ * packets the device does not take are freed and counted as drops. No
+ * allocation, lock or syscall.
+ * Returns 0, or -EPERM off-worker or on another runtime's worker (@m is
+ * freed then).
+ * Worker only.
+ */
+int pc_port_tx(struct pc_port *p, struct rte_mbuf *m);
+
+/**
+ * pc_port_tx() for @n packets. Returns 0, or -EPERM off-worker (all
+ * freed). Worker only.
+ */
+int pc_port_tx_burst(struct pc_port *p, struct rte_mbuf **pkts, uint16_t n);
+
+/** Send the calling worker's buffered packets of @p now. Worker only. */
+void pc_port_flush(struct pc_port *p);
+
+/** Per-queue (or per-port) counters. */
+struct pc_port_stats {
+        uint64_t rx;        /**< packets received */
+        uint64_t tx;        /**< packets the device accepted */
+        uint64_t drops;     /**< packets freed unsent or unhandled */
+        uint64_t errors;    /**< device errors (rx/tx errors, nombuf) */
+        uint64_t malformed; /**< frames a parser rejected */
+};
+
+/**
+ * Counters of queue @queue (= worker) of @p, or of every queue together
+ * when @queue is -1. Each counter is exact, but the set is not one instant.
+ * Returns 0 or -EINVAL. Any thread.
+ */
+int pc_port_stats(const struct pc_port *p, int queue, struct pc_port_stats *out);
+
+/**
+ * Drops of @p by reason (all queues): @reason is a PC_PKT_* code of
+ * pc_proto.h. Returns the count, 0 for an unknown reason. Any thread.
+ */
+uint64_t pc_port_drop_reason(const struct pc_port *p, enum pc_pkt_err reason);
+
+/**
+ * Print a per-port, per-queue table of the counters to @f. Any thread.
+ */
+void pc_port_stats_print(const struct pc_runtime *rt, FILE *f);
+
+/* ---- IPv4 / UDP service --------------------------------------------------- */
+
+/**
+ * Give @p the IPv4 address @addr (host byte order): the stack answers ARP
+ * requests for it and ICMP echo requests to it, and delivers UDP datagrams
+ * to it. Before pc_runtime_run(), creating thread. Returns 0 or -EINVAL.
+ */
+int pc_port_set_ipv4(struct pc_port *p, uint32_t addr);
+
+/** Where a datagram came from, or goes to. */
+struct pc_udp_peer {
+        uint32_t addr;   /**< IPv4, host order */
+        uint16_t port;   /**< UDP port, host order */
+        uint8_t mac[6];  /**< link address; all zero = look it up (ARP) */
+};
+
+/**
+ * A datagram for a bound UDP port, on the worker that owns the RX queue
+ * it arrived on. @data is valid during the call only.
+ */
+typedef void (*pc_udp_fn)(struct pc_port *p, const struct pc_udp_peer *from, uint16_t dport,
+                          const void *data, size_t len, void *arg);
+
+/**
+ * Deliver UDP datagrams to @udp_port of @p's address to @fn. Before
+ * pc_runtime_run(), creating thread.
+ * Errors: -EINVAL, -EADDRINUSE, -ENOSPC (PC_UDP_MAX_BINDS).
+ */
+int pc_udp_bind(struct pc_port *p, uint16_t udp_port, pc_udp_fn fn, void *arg);
+
+/**
+ * Send @len bytes from UDP port @sport of @p's address to @to (its MAC as
+ * given, else from the worker's ARP cache; a miss sends an ARP request and
+ * fails with -EHOSTUNREACH: retry later). The UDP checksum is computed.
+ * Errors: -EPERM off-worker, -EINVAL, -EMSGSIZE (over one frame),
+ * -ENOBUFS (pool empty), -EHOSTUNREACH. Worker only.
+ */
+int pc_udp_send(struct pc_port *p, const struct pc_udp_peer *to, uint16_t sport,
+                const void *data, size_t len);
+
+/**
+ * The IPv4 stack as an RX handler (what a NULL opts.rx installs): handles
+ * ARP, ICMP echo and bound UDP ports, drops and counts everything else.
+ */
+void pc_stack_rx(struct pc_port *p, struct rte_mbuf **pkts, uint16_t n, void *arg);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PC_DPDK_H */

@@ -1,0 +1,523 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Ports: one RX and one TX queue per worker, an RX poller per (port,
+ * worker), a TX buffer per (port, worker) flushed by a per-worker poller
+ * that runs after every RX poller of the pass, and per-queue counters.
+ * A queue's state is touched by its worker only; counters are published
+ * with relaxed stores so any thread can read them.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_eal.h>
+#include <rte_lcore.h>
+
+#include "dpdk_pvt.h"
+
+/* Symmetric RSS (both directions of a flow hash alike): the 0x6d5a key. */
+static void symmetric_key(uint8_t *key, size_t len)
+{
+        for (size_t i = 0; i < len; i++)
+                key[i] = i & 1 ? 0x5a : 0x6d;
+}
+
+static struct rte_mempool *pool_for(struct pc_dpdk *d, int socket, unsigned n)
+{
+        unsigned idx = socket == SOCKET_ID_ANY ? RTE_MAX_NUMA_NODES : (unsigned)socket;
+        char name[RTE_MEMPOOL_NAMESIZE];
+
+        if (idx > RTE_MAX_NUMA_NODES)
+                return NULL;
+        if (d->pools[idx])
+                return d->pools[idx];
+        snprintf(name, sizeof(name), "pc_mbuf_%d", socket);
+        d->pools[idx] = rte_pktmbuf_pool_create(name, n, PC_MBUF_CACHE, 0,
+                                                RTE_MBUF_DEFAULT_BUF_SIZE, socket);
+        if (d->pools[idx] == NULL)
+                pc_log(PC_LOG_ERROR, "cannot create an mbuf pool of %u on socket %d: %s", n,
+                       socket, rte_strerror(rte_errno));
+        return d->pools[idx];
+}
+
+static int resolve_port(const char *name_or_id, uint16_t *pid)
+{
+        char *end;
+        unsigned long v;
+
+        if (isdigit((unsigned char)name_or_id[0])) {
+                v = strtoul(name_or_id, &end, 10);
+                if (*end == '\0') {
+                        if (v >= RTE_MAX_ETHPORTS || !rte_eth_dev_is_valid_port((uint16_t)v))
+                                return -ENODEV;
+                        *pid = (uint16_t)v;
+                        return 0;
+                }
+        }
+        return rte_eth_dev_get_port_by_name(name_or_id, pid) == 0 ? 0 : -ENODEV;
+}
+
+/* ---- per-worker pollers ----------------------------------------------- */
+
+static void flush_q(struct pc_port_q *q)
+{
+        struct pc_port *p = q->port;
+        uint16_t n = q->ntx, sent;
+
+        sent = rte_eth_tx_burst(p->port_id, q->qid, q->tx, n);
+        q->ntx = 0;
+        pc__qcount(&q->st.tx, sent);
+        if (unlikely(sent < n)) {
+                rte_pktmbuf_free_bulk(q->tx + sent, n - sent);
+                pc__qcount(&q->st.drops, n - sent);
+        }
+}
+
+static unsigned rx_poll(void *arg)
+{
+        struct pc_port_q *q = arg;
+        struct pc_port *p = q->port;
+        struct rte_mbuf *pkts[PC_BURST_MAX];
+        uint16_t n;
+
+        /* Stopping: leave new packets in the device, so that the drain
+         * (which waits for every worker to go idle) can end even under
+         * endless traffic. */
+        if (unlikely(atomic_load_explicit(&p->rt->stop_req, memory_order_relaxed)))
+                return 0;
+        n = rte_eth_rx_burst(p->port_id, q->qid, pkts, p->burst);
+        if (n == 0)
+                return 0;
+        pc__qcount(&q->st.rx, n);
+        p->rx(p, pkts, n, p->rx_arg);
+        return n;
+}
+
+/* A NIC queue cannot wake a parked worker: a worker that owns one polls. */
+static bool never_sleep(void *arg)
+{
+        (void)arg;
+        return false;
+}
+
+static const struct pc_poller_ops rx_ops = {
+        .name = "dpdk-rx",
+        .poll = rx_poll,
+        .prepare_sleep = never_sleep,
+};
+
+static unsigned flush_poll(void *arg)
+{
+        struct pc_dpdk *d = arg;
+        unsigned w = pc__self->id;
+
+        for (unsigned i = 0; i < d->nports; i++) {
+                struct pc_port_q *q = &d->ports[i]->q[w];
+                if (q->ntx)
+                        flush_q(q);
+        }
+        return 0;
+}
+
+static const struct pc_poller_ops flush_ops = {
+        .name = "dpdk-tx-flush",
+        .poll = flush_poll,
+};
+
+/* Worker-start hook: the worker's RX pollers, then its flush poller, so a
+ * pass ends by sending what the handlers queued. Once per worker. */
+static void worker_start(struct pc_worker *w, void *arg)
+{
+        struct pc_dpdk *d = arg;
+        int rc;
+
+        for (unsigned i = 0; i < d->nports; i++) {
+                struct pc_port_q *q = &d->ports[i]->q[w->id];
+                if (q->poller_registered)
+                        continue;
+                rc = pc_poller_register(&rx_ops, q, NULL);
+                if (rc)
+                        pc_log(PC_LOG_ERROR, "worker %u: cannot poll port %s: %s", w->id,
+                               d->ports[i]->name, pc_strerror(rc));
+                else
+                        q->poller_registered = true;
+        }
+        if (!d->flusher[w->id]) {
+                rc = pc_poller_register(&flush_ops, d, NULL);
+                if (rc)
+                        pc_log(PC_LOG_ERROR, "worker %u: cannot register TX flush: %s", w->id,
+                               pc_strerror(rc));
+                else
+                        d->flusher[w->id] = true;
+        }
+}
+
+/* ---- open / close --------------------------------------------------------- */
+
+static void free_port(struct pc_port *p)
+{
+        if (p == NULL)
+                return;
+        for (unsigned i = 0; p->q && i < p->nq; i++) {
+                if (p->q[i].ntx)
+                        rte_pktmbuf_free_bulk(p->q[i].tx, p->q[i].ntx);
+                free(p->q[i].tx);
+        }
+        free(p->q);
+        free(p);
+}
+
+static int setup_queues(struct pc_port *p, struct pc_dpdk *d, uint16_t rxd, uint16_t txd,
+                        unsigned nmbufs)
+{
+        bool huge = rte_eal_has_hugepages();
+
+        for (unsigned i = 0; i < p->nq; i++) {
+                /* Each queue's buffers come from its worker's socket; without
+                 * hugepages everything is one SOCKET_ID_ANY pool. */
+                int socket = huge ? (int)rte_lcore_to_socket_id(i) : SOCKET_ID_ANY;
+                struct rte_mempool *mp = pool_for(d, socket, nmbufs);
+                int rc;
+
+                if (mp == NULL)
+                        return -ENOMEM;
+                p->q[i].pool = mp;
+                rc = rte_eth_rx_queue_setup(p->port_id, (uint16_t)i, rxd,
+                                            socket == SOCKET_ID_ANY ? 0 : (unsigned)socket, NULL,
+                                            mp);
+                if (rc == 0)
+                        rc = rte_eth_tx_queue_setup(p->port_id, (uint16_t)i, txd,
+                                                    socket == SOCKET_ID_ANY ? 0
+                                                                            : (unsigned)socket,
+                                                    NULL);
+                if (rc) {
+                        pc_log(PC_LOG_ERROR, "port %s: queue %u setup: %s", p->name, i,
+                               rte_strerror(-rc));
+                        return rc;
+                }
+        }
+        return 0;
+}
+
+int pc_port_open(struct pc_runtime *rt, const char *name_or_id, const struct pc_port_opts *opts,
+                 struct pc_port **out)
+{
+        static const struct pc_port_opts defaults;
+        struct pc_dpdk *d = pc__dpdk_of(rt);
+        struct rte_eth_dev_info info;
+        struct rte_eth_conf conf;
+        uint8_t key[64];
+        uint16_t pid, rxd, txd;
+        uint64_t rss = 0;
+        struct pc_port *p;
+        unsigned nmbufs;
+        int rc;
+
+        if (rt == NULL || name_or_id == NULL || out == NULL)
+                return -EINVAL;
+        if (d == NULL) {
+                pc_log(PC_LOG_ERROR, "pc_port_open(%s): the runtime does not run on DPDK "
+                                     "(set PERCORE_EAL_ARGS)",
+                       name_or_id);
+                return -EINVAL;
+        }
+        if (atomic_load(&rt->running))
+                return -EBUSY;
+        if (d->nports == PC_MAX_PORTS)
+                return -ENOSPC;
+        if (opts == NULL)
+                opts = &defaults;
+        if (opts->burst > PC_BURST_MAX)
+                return -EINVAL;
+        rc = resolve_port(name_or_id, &pid);
+        if (rc) {
+                pc_log(PC_LOG_ERROR, "pc_port_open: no DPDK port '%s' (%u ports exist)",
+                       name_or_id, rte_eth_dev_count_avail());
+                return rc;
+        }
+        for (unsigned i = 0; i < d->nports; i++)
+                if (d->ports[i]->port_id == pid)
+                        return -EBUSY;
+        rc = rte_eth_dev_info_get(pid, &info);
+        if (rc)
+                return rc;
+        if (info.max_rx_queues < rt->nworkers || info.max_tx_queues < rt->nworkers) {
+                pc_log(PC_LOG_ERROR,
+                       "port %s has at most %u RX / %u TX queues; %u workers need one each",
+                       name_or_id, info.max_rx_queues, info.max_tx_queues, rt->nworkers);
+                return -EINVAL;
+        }
+
+        p = calloc(1, sizeof(*p));
+        if (p == NULL)
+                return -ENOMEM;
+        p->rt = rt;
+        p->port_id = pid;
+        p->nq = rt->nworkers;
+        p->burst = opts->burst ? opts->burst : PC_PORT_BURST;
+        p->rx = opts->rx ? opts->rx : pc_stack_rx;
+        p->rx_arg = opts->rx_arg;
+        rte_eth_dev_get_name_by_port(pid, p->name);
+        p->q = aligned_alloc(PC_CACHE_LINE, sizeof(*p->q) * p->nq);
+        if (p->q == NULL) {
+                free(p);
+                return -ENOMEM;
+        }
+        memset(p->q, 0, sizeof(*p->q) * p->nq);
+        for (unsigned i = 0; i < p->nq; i++) {
+                p->q[i].port = p;
+                p->q[i].qid = (uint16_t)i;
+                p->q[i].tx = calloc(p->burst, sizeof(*p->q[i].tx));
+                if (p->q[i].tx == NULL) {
+                        free_port(p);
+                        return -ENOMEM;
+                }
+        }
+
+        memset(&conf, 0, sizeof(conf));
+        rss = info.flow_type_rss_offloads & (RTE_ETH_RSS_IP | RTE_ETH_RSS_TCP | RTE_ETH_RSS_UDP);
+        if (p->nq > 1 && rss) {
+                size_t klen = info.hash_key_size ? info.hash_key_size : 40;
+                if (klen > sizeof(key))
+                        klen = sizeof(key);
+                symmetric_key(key, klen);
+                conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+                conf.rx_adv_conf.rss_conf.rss_key = key;
+                conf.rx_adv_conf.rss_conf.rss_key_len = (uint8_t)klen;
+                conf.rx_adv_conf.rss_conf.rss_hf = rss;
+        } else {
+                rss = 0;
+        }
+        rc = rte_eth_dev_configure(pid, (uint16_t)p->nq, (uint16_t)p->nq, &conf);
+        if (rc) {
+                pc_log(PC_LOG_ERROR, "port %s: configure %u queues: %s", p->name, p->nq,
+                       rte_strerror(-rc));
+                goto fail;
+        }
+        rxd = opts->nb_rxd ? opts->nb_rxd : PC_RXD_DEFAULT;
+        txd = opts->nb_txd ? opts->nb_txd : PC_TXD_DEFAULT;
+        rte_eth_dev_adjust_nb_rx_tx_desc(pid, &rxd, &txd);
+        /* Enough for four ports like this one: descriptors, TX buffers and
+         * per-lcore caches. The first port sizes a socket's pool. */
+        nmbufs = opts->nb_mbufs
+                         ? opts->nb_mbufs
+                         : 4 * p->nq * (rxd + txd + 2u * p->burst) + p->nq * PC_MBUF_CACHE * 2 +
+                                   1023;
+        rc = setup_queues(p, d, rxd, txd, nmbufs);
+        if (rc)
+                goto fail;
+        {
+                struct rte_ether_addr mac;
+                rte_eth_macaddr_get(pid, &mac);
+                memcpy(p->mac, mac.addr_bytes, 6);
+        }
+        if (opts->promiscuous)
+                rte_eth_promiscuous_enable(pid);
+        rc = rte_eth_dev_start(pid);
+        if (rc) {
+                pc_log(PC_LOG_ERROR, "port %s: start: %s", p->name, rte_strerror(-rc));
+                goto fail;
+        }
+        if (!d->hooked) {
+                /* Every worker registers its RX pollers on its own thread
+                 * when its loop starts. */
+                d->module.worker_start = worker_start;
+                d->module.arg = d;
+                pc__module_add(rt, &d->module);
+                d->hooked = true;
+        }
+        d->ports[d->nports++] = p;
+        pc_log(PC_LOG_INFO, "port %u (%s): %u RX/TX queues, %u/%u descriptors, burst %u, RSS %s",
+               pid, p->name, p->nq, rxd, txd, p->burst, rss ? "symmetric" : "off");
+        *out = p;
+        return 0;
+fail:
+        free_port(p);
+        return rc;
+}
+
+void pc__ports_close(struct pc_dpdk *d)
+{
+        for (unsigned i = 0; i < d->nports; i++) {
+                struct pc_port *p = d->ports[i];
+                rte_eth_dev_stop(p->port_id);
+                rte_eth_dev_close(p->port_id);
+                free_port(p);
+                d->ports[i] = NULL;
+        }
+        d->nports = 0;
+}
+
+/* ---- fast path ------------------------------------------------------------ */
+
+int pc_port_tx(struct pc_port *p, struct rte_mbuf *m)
+{
+        struct pc_worker *w = pc__self;
+        struct pc_port_q *q;
+
+        if (unlikely(w == NULL || w->rt != p->rt)) {
+                rte_pktmbuf_free(m);
+                return -EPERM;
+        }
+        q = &p->q[w->id];
+        q->tx[q->ntx++] = m;
+        if (unlikely(q->ntx == p->burst))
+                flush_q(q);
+        return 0;
+}
+
+int pc_port_tx_burst(struct pc_port *p, struct rte_mbuf **pkts, uint16_t n)
+{
+        struct pc_worker *w = pc__self;
+        struct pc_port_q *q;
+
+        if (unlikely(w == NULL || w->rt != p->rt)) {
+                rte_pktmbuf_free_bulk(pkts, n);
+                return -EPERM;
+        }
+        q = &p->q[w->id];
+        while (n) {
+                uint16_t k = p->burst - q->ntx;
+                if (k > n)
+                        k = n;
+                memcpy(q->tx + q->ntx, pkts, k * sizeof(*pkts));
+                q->ntx += k;
+                pkts += k;
+                n -= k;
+                if (q->ntx == p->burst)
+                        flush_q(q);
+        }
+        return 0;
+}
+
+void pc_port_flush(struct pc_port *p)
+{
+        struct pc_worker *w = pc__self;
+
+        if (w && w->rt == p->rt && p->q[w->id].ntx)
+                flush_q(&p->q[w->id]);
+}
+
+void pc__port_drop(struct pc_port_q *q, struct rte_mbuf *m, enum pc_pkt_err why)
+{
+        rte_pktmbuf_free(m);
+        pc__qcount(&q->st.drops, 1);
+        if ((unsigned)why < PC_PKT_NR)
+                pc__qcount(&q->st.reason[why], 1);
+        if (pc_pkt_err_malformed(why))
+                pc__qcount(&q->st.malformed, 1);
+}
+
+/* ---- counters ------------------------------------------------------------- */
+
+#define LD(x) atomic_load_explicit(&(x), memory_order_relaxed)
+
+int pc_port_stats(const struct pc_port *p, int queue, struct pc_port_stats *out)
+{
+        unsigned lo = 0, hi;
+
+        if (p == NULL || out == NULL || queue < -1 || (queue >= 0 && (unsigned)queue >= p->nq))
+                return -EINVAL;
+        memset(out, 0, sizeof(*out));
+        hi = p->nq;
+        if (queue >= 0) {
+                lo = (unsigned)queue;
+                hi = lo + 1;
+        }
+        for (unsigned i = lo; i < hi; i++) {
+                const struct pc_qstats *s = &p->q[i].st;
+                out->rx += LD(s->rx);
+                out->tx += LD(s->tx);
+                out->drops += LD(s->drops);
+                out->errors += LD(s->errors);
+                out->malformed += LD(s->malformed);
+        }
+        if (queue < 0) {
+                /* The device's own error counts are per port. */
+                struct rte_eth_stats es;
+                if (rte_eth_stats_get(p->port_id, &es) == 0)
+                        out->errors += es.ierrors + es.oerrors + es.rx_nombuf;
+        }
+        return 0;
+}
+
+uint64_t pc_port_drop_reason(const struct pc_port *p, enum pc_pkt_err reason)
+{
+        uint64_t n = 0;
+
+        if (p == NULL || (unsigned)reason >= PC_PKT_NR)
+                return 0;
+        for (unsigned i = 0; i < p->nq; i++)
+                n += LD(p->q[i].st.reason[reason]);
+        return n;
+}
+
+struct pc_port *pc_port_get(struct pc_runtime *rt, unsigned i)
+{
+        struct pc_dpdk *d = pc__dpdk_of(rt);
+
+        return d && i < d->nports ? d->ports[i] : NULL;
+}
+
+unsigned pc_port_count(const struct pc_runtime *rt)
+{
+        struct pc_dpdk *d = pc__dpdk_of(rt);
+
+        return d ? d->nports : 0;
+}
+
+uint16_t pc_port_id(const struct pc_port *p)
+{
+        return p->port_id;
+}
+
+const char *pc_port_name(const struct pc_port *p)
+{
+        return p->name;
+}
+
+struct rte_mempool *pc_port_pool(const struct pc_port *p)
+{
+        struct pc_worker *w = pc__self;
+
+        return w && w->rt == p->rt ? p->q[w->id].pool : NULL;
+}
+
+const uint8_t *pc_port_mac(const struct pc_port *p)
+{
+        return p->mac;
+}
+
+unsigned pc__port_queues(const struct pc_port *p)
+{
+        return p->nq;
+}
+
+void pc_port_stats_print(const struct pc_runtime *rt, FILE *f)
+{
+        struct pc_dpdk *d = pc__dpdk_of(rt);
+        struct pc_port_stats s;
+
+        if (d == NULL)
+                return;
+        fprintf(f, "%-5s %-16s %-5s %14s %14s %10s %8s %9s\n", "port", "name", "queue", "rx",
+                "tx", "drops", "errors", "malformed");
+        for (unsigned i = 0; i < d->nports; i++) {
+                struct pc_port *p = d->ports[i];
+                for (int qi = 0; qi <= (int)p->nq; qi++) {
+                        int q = qi == (int)p->nq ? -1 : qi;
+                        char qn[16];
+                        pc_port_stats(p, q, &s);
+                        if (q < 0)
+                                snprintf(qn, sizeof(qn), "all");
+                        else
+                                snprintf(qn, sizeof(qn), "%d", q);
+                        fprintf(f, "%-5u %-16s %-5s %14" PRIu64 " %14" PRIu64 " %10" PRIu64
+                                   " %8" PRIu64 " %9" PRIu64 "\n",
+                                p->port_id, p->name, qn, s.rx, s.tx, s.drops, s.errors,
+                                s.malformed);
+                }
+        }
+}
