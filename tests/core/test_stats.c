@@ -5,6 +5,11 @@
 #include <string.h>
 
 #include "pc_test.h"
+#include "pc_core_pvt.h"
+#ifdef PC_HAVE_NUMA
+#include <numa.h>
+#include <numaif.h>
+#endif
 
 #define LOCAL 1000
 #define REMOTE 300
@@ -70,10 +75,50 @@ static void test_counts_by_origin(void **state)
         pc_runtime_destroy(RT);
 }
 
+/* Each worker's state, queues and task slabs live on its worker's node. */
+static void test_worker_memory_on_its_node(void **state)
+{
+#ifdef PC_HAVE_NUMA
+        struct pc_config cfg;
+        unsigned checked = 0;
+
+        (void)state;
+        if (numa_available() < 0)
+                skip();
+        pc_test_config(&cfg, 2);
+        assert_int_equal(pc_runtime_create(&cfg, &RT), 0);
+        /* Tasks on both workers, so each carves a slab; the injected
+         * ones of the other test are stood in for by this many more. */
+        atomic_store(&ran, INJECTED);
+        assert_int_equal(pc_runtime_run(RT, stats_main, NULL), 0);
+        for (unsigned w = 0; w < pc_runtime_workers(RT); w++) {
+                struct pc_worker *wk = RT->workers[w];
+                void *where[] = {wk, wk->rq.slots, wk->sq.slots,
+                                 wk->nchunks ? wk->chunks[0] : NULL};
+                for (unsigned i = 0; i < 4; i++) {
+                        int node = -1;
+                        if (where[i] == NULL)
+                                continue;
+                        assert_int_equal(get_mempolicy(&node, NULL, 0, where[i],
+                                                       MPOL_F_NODE | MPOL_F_ADDR),
+                                         0);
+                        assert_int_equal(node, pc_runtime_worker_node(RT, w));
+                        checked++;
+                }
+        }
+        assert_true(checked >= 6);
+        pc_runtime_destroy(RT);
+#else
+        (void)state;
+        skip();
+#endif
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_counts_by_origin),
+                cmocka_unit_test(test_worker_memory_on_its_node),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
