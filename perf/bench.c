@@ -34,6 +34,9 @@ static const struct suite suites[] = {
         {"imbalance", suite_imbalance, "makespan of uneven work, skewed and balanced"},
         {"msg", suite_msg, "cross-core submit throughput and call round trip, 2 workers"},
         {"fwd", suite_fwd, "DPDK forwarding Mpps on one core, pc-fwd vs dpdk-testpmd"},
+#ifdef PC_HAVE_URING
+        {"echo", suite_echo, "TCP echo 64 B requests/s per worker, kernel backend vs epoll"},
+#endif
 };
 #define NSUITES (sizeof(suites) / sizeof(suites[0]))
 

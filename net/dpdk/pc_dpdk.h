@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "percore.h"
+#include "pc_net.h"
 #include "pc_proto.h"
 
 #ifdef __cplusplus
@@ -151,12 +152,8 @@ void pc_port_stats_print(const struct pc_runtime *rt, FILE *f);
  */
 int pc_port_set_ipv4(struct pc_port *p, uint32_t addr);
 
-/** Where a datagram came from, or goes to. */
-struct pc_udp_peer {
-        uint32_t addr;   /**< IPv4, host order */
-        uint16_t port;   /**< UDP port, host order */
-        uint8_t mac[6];  /**< link address; all zero = look it up (ARP) */
-};
+/* struct pc_udp_peer (where a datagram came from or goes to) is in
+ * pc_net.h, shared with the kernel backend. */
 
 /**
  * A datagram for a bound UDP port, on the worker that owns the RX queue

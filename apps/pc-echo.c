@@ -1,0 +1,322 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pc-echo: TCP and UDP echo on percore, over kernel sockets (io_uring,
+ * one SO_REUSEPORT socket per worker) or over DPDK (UDP only, our own
+ * IPv4 stack answering ARP and ICMP for -l). Runs for --duration seconds or
+ * until SIGINT/SIGTERM, then prints its counters.
+ *
+ *   pc-echo -p 7007 -U 7007 -t 2
+ *   PERCORE_EAL_ARGS="--no-huge --no-pci --vdev net_af_packet0,iface=veth1" \
+ *       pc-echo --backend dpdk -l 10.0.0.2 -U 7007
+ *
+ * The UDP handler is one function for both backends; only the two thin
+ * shims that call it and the send function it is given differ.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "percore.h"
+#include "pc_knet.h"
+#ifdef PC_HAVE_DPDK
+#include "pc_dpdk.h"
+#endif
+
+enum backend { BACKEND_KERNEL, BACKEND_DPDK };
+
+static struct pc_runtime *rt;
+static struct pc_timer stop_timer;
+static double duration;
+static uint64_t t_start;
+
+/* ---- the echo handlers ------------------------------------------------------ */
+
+typedef int (*udp_send_fn)(void *handle, const struct pc_udp_peer *to, uint16_t sport,
+                           const void *data, size_t len);
+
+/* The backend-neutral UDP echo. */
+static void udp_echo(void *handle, udp_send_fn send, const struct pc_udp_peer *from,
+                     uint16_t dport, const void *data, size_t len)
+{
+        (void)send(handle, from, dport, data, len);
+}
+
+static int kudp_send(void *h, const struct pc_udp_peer *to, uint16_t sport, const void *d,
+                     size_t len)
+{
+        return pc_kudp_send(h, to, sport, d, len);
+}
+
+static void kudp_rx(struct pc_kudp *s, const struct pc_udp_peer *from, uint16_t dport,
+                    const void *data, size_t len, void *arg)
+{
+        (void)arg;
+        udp_echo(s, kudp_send, from, dport, data, len);
+}
+
+#ifdef PC_HAVE_DPDK
+static int dudp_send(void *h, const struct pc_udp_peer *to, uint16_t sport, const void *d,
+                     size_t len)
+{
+        return pc_udp_send(h, to, sport, d, len);
+}
+
+static void dudp_rx(struct pc_port *p, const struct pc_udp_peer *from, uint16_t dport,
+                    const void *data, size_t len, void *arg)
+{
+        (void)arg;
+        udp_echo(p, dudp_send, from, dport, data, len);
+}
+#endif
+
+/* TCP: what arrives goes back. The backend pauses reading while a client
+ * does not take its replies, so pc_conn_send() cannot overflow here. */
+static void tcp_data(struct pc_conn *c, const void *data, size_t len, void *arg)
+{
+        (void)arg;
+        if (len)
+                pc_conn_send(c, data, len);
+}
+
+static const struct pc_tcp_callbacks tcp_cb = {.on_data = tcp_data};
+
+/* ---- main ------------------------------------------------------------------- */
+
+static void stop_cb(struct pc_timer *t, void *arg)
+{
+        (void)t;
+        (void)arg;
+        pc_runtime_stop(rt);
+}
+
+static void echo_main(void *arg)
+{
+        (void)arg;
+        t_start = pc_now_ns();
+        if (duration > 0) {
+                pc_timer_init(&stop_timer, stop_cb, NULL);
+                pc_timer_start(&stop_timer, (uint64_t)(duration * 1e9), 0);
+        }
+}
+
+static void usage(FILE *f)
+{
+        fprintf(f,
+                "usage: pc-echo [--backend kernel|dpdk] [-l ADDR] [-p TCP_PORT] [-U UDP_PORT]\n"
+                "               [-t WORKERS] [--duration S] [--help]\n"
+                "Echoes TCP and UDP until --duration passes or SIGINT/SIGTERM, then prints\n"
+                "its counters.\n"
+                "  --backend B     kernel (io_uring sockets, default) or dpdk (UDP only;\n"
+                "                  the device comes from PERCORE_EAL_ARGS, port 0)\n"
+                "  -l ADDR         IPv4 address to listen on (default 127.0.0.1); with dpdk,\n"
+                "                  the address our stack answers ARP, ICMP and UDP for\n"
+                "  -p PORT         TCP port (default 7007; 0 = no TCP)\n"
+                "  -U PORT         UDP port (default 0 = no UDP)\n"
+                "  -t N            workers (default: PERCORE_WORKERS or one per CPU)\n"
+                "  --duration S    seconds (default: until a signal)\n"
+                "Other settings: PERCORE_* variables (see README).\n");
+}
+
+static int parse_uint(const char *s, unsigned long lo, unsigned long hi, unsigned long *out)
+{
+        char *end;
+        unsigned long v;
+
+        errno = 0;
+        v = strtoul(s, &end, 10);
+        if (errno || end == s || *end || v < lo || v > hi || s[0] == '-')
+                return -1;
+        *out = v;
+        return 0;
+}
+
+static void print_stats(enum backend be, void *dport)
+{
+        double secs = (double)(pc_now_ns() - t_start) / 1e9;
+
+        printf("pc-echo: workers=%u seconds=%.3f\n", pc_runtime_workers(rt), secs);
+        if (be == BACKEND_KERNEL) {
+                struct pc_knet_stats s;
+
+                pc_knet_stats_print(rt, stdout);
+                if (pc_knet_stats(rt, -1, &s) == 0)
+                        printf("pc-echo: total accepted=%" PRIu64 " refused=%" PRIu64
+                               " closed=%" PRIu64 " resets=%" PRIu64 " bytes_in=%" PRIu64
+                               " bytes_out=%" PRIu64 " backpressure=%" PRIu64
+                               " udp_rx=%" PRIu64 " udp_tx=%" PRIu64 "\n",
+                               s.accepted, s.refused, s.closed, s.resets, s.bytes_in,
+                               s.bytes_out, s.backpressure, s.udp_rx, s.udp_tx);
+        }
+#ifdef PC_HAVE_DPDK
+        if (be == BACKEND_DPDK && dport) {
+                struct pc_port_stats s;
+
+                pc_port_stats_print(rt, stdout);
+                if (pc_port_stats(dport, -1, &s) == 0)
+                        printf("pc-echo: total rx=%" PRIu64 " tx=%" PRIu64 " drops=%" PRIu64
+                               "\n", s.rx, s.tx, s.drops);
+        }
+#else
+        (void)dport;
+#endif
+}
+
+int main(int argc, char **argv)
+{
+        static const struct option lopts[] = {
+                {"backend", required_argument, NULL, 'b'},
+                {"duration", required_argument, NULL, 'd'},
+                {"help", no_argument, NULL, 'h'},
+                {NULL, 0, NULL, 0},
+        };
+        struct pc_config cfg;
+        enum backend be = BACKEND_KERNEL;
+        const char *addr = "127.0.0.1";
+        unsigned long tcp_port = 7007, udp_port = 0, v;
+        struct in_addr ia;
+        void *dport = NULL;
+        int c, rc;
+
+        pc_config_init(&cfg);
+        while ((c = getopt_long(argc, argv, "l:p:U:t:h", lopts, NULL)) != -1) {
+                switch (c) {
+                case 'b':
+                        if (strcmp(optarg, "kernel") == 0) {
+                                be = BACKEND_KERNEL;
+                        } else if (strcmp(optarg, "dpdk") == 0) {
+                                be = BACKEND_DPDK;
+                        } else {
+                                fprintf(stderr, "pc-echo: --backend '%s': expected kernel or dpdk\n",
+                                        optarg);
+                                return 2;
+                        }
+                        break;
+                case 'l':
+                        if (inet_pton(AF_INET, optarg, &ia) != 1) {
+                                fprintf(stderr, "pc-echo: -l '%s': expected an IPv4 address\n",
+                                        optarg);
+                                return 2;
+                        }
+                        addr = optarg;
+                        break;
+                case 'p':
+                case 'U':
+                        if (parse_uint(optarg, 0, 65535, &v)) {
+                                fprintf(stderr, "pc-echo: -%c '%s': expected a port 0..65535\n",
+                                        c, optarg);
+                                return 2;
+                        }
+                        *(c == 'p' ? &tcp_port : &udp_port) = v;
+                        break;
+                case 't':
+                        if (parse_uint(optarg, 1, PC_MAX_WORKERS, &v)) {
+                                fprintf(stderr, "pc-echo: -t '%s': expected 1..%d\n", optarg,
+                                        PC_MAX_WORKERS);
+                                return 2;
+                        }
+                        cfg.workers = (unsigned)v;
+                        break;
+                case 'd': {
+                        char *end;
+                        errno = 0;
+                        duration = strtod(optarg, &end);
+                        if (errno || end == optarg || *end || !(duration > 0 && duration < 1e6)) {
+                                fprintf(stderr, "pc-echo: --duration '%s': expected seconds > 0\n",
+                                        optarg);
+                                return 2;
+                        }
+                        break;
+                }
+                case 'h':
+                        usage(stdout);
+                        return 0;
+                default:
+                        usage(stderr);
+                        return 2;
+                }
+        }
+        if (optind < argc) {
+                fprintf(stderr, "pc-echo: unexpected argument '%s'\n", argv[optind]);
+                usage(stderr);
+                return 2;
+        }
+        inet_pton(AF_INET, addr, &ia); /* checked when given; the default parses */
+        if (be == BACKEND_DPDK) {
+#ifdef PC_HAVE_DPDK
+                const char *eal = getenv("PERCORE_EAL_ARGS");
+                if (eal == NULL || !*eal) {
+                        fprintf(stderr, "pc-echo: --backend dpdk needs PERCORE_EAL_ARGS\n");
+                        return 2;
+                }
+                if (udp_port == 0) {
+                        fprintf(stderr, "pc-echo: --backend dpdk echoes UDP only: give -U PORT\n");
+                        return 2;
+                }
+                tcp_port = 0;
+#else
+                fprintf(stderr, "pc-echo: built without DPDK\n");
+                return 2;
+#endif
+        } else if (tcp_port == 0 && udp_port == 0) {
+                fprintf(stderr, "pc-echo: nothing to serve: -p and -U are both 0\n");
+                return 2;
+        }
+
+        rc = pc_runtime_create(&cfg, &rt);
+        if (rc) {
+                fprintf(stderr, "pc-echo: cannot start: %s\n", pc_strerror(rc));
+                return 1;
+        }
+        if (be == BACKEND_KERNEL) {
+                struct pc_tcp_listener *l;
+                struct pc_kudp *u;
+
+                if (tcp_port && (rc = pc_tcp_listen(rt, addr, (uint16_t)tcp_port, &tcp_cb, NULL,
+                                                    &l))) {
+                        fprintf(stderr, "pc-echo: TCP %s:%lu: %s\n", addr, tcp_port,
+                                pc_strerror(rc));
+                        goto fail;
+                }
+                if (udp_port &&
+                    (rc = pc_kudp_bind(rt, addr, (uint16_t)udp_port, kudp_rx, NULL, &u))) {
+                        fprintf(stderr, "pc-echo: UDP %s:%lu: %s\n", addr, udp_port,
+                                pc_strerror(rc));
+                        goto fail;
+                }
+        }
+#ifdef PC_HAVE_DPDK
+        else {
+                struct pc_port *p;
+
+                rc = pc_port_open(rt, "0", NULL, &p);
+                if (rc == 0)
+                        rc = pc_port_set_ipv4(p, ntohl(ia.s_addr));
+                if (rc == 0)
+                        rc = pc_udp_bind(p, (uint16_t)udp_port, dudp_rx, NULL);
+                if (rc) {
+                        fprintf(stderr, "pc-echo: DPDK port 0: %s\n", pc_strerror(rc));
+                        goto fail;
+                }
+                dport = p;
+        }
+#endif
+        printf("pc-echo: %s backend, %s tcp=%lu udp=%lu\n",
+               be == BACKEND_KERNEL ? "kernel" : "dpdk", addr, tcp_port, udp_port);
+        fflush(stdout);
+        pc_runtime_stop_on_signals(rt);
+        rc = pc_runtime_run(rt, echo_main, NULL);
+        print_stats(be, dport);
+        pc_runtime_destroy(rt);
+        if (rc) {
+                fprintf(stderr, "pc-echo: run: %s\n", pc_strerror(rc));
+                return 1;
+        }
+        return 0;
+fail:
+        pc_runtime_destroy(rt);
+        return 1;
+}

@@ -1,0 +1,348 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The kernel backend's frame: a module per runtime whose worker-start hook
+ * gives each worker an io_uring and a poller, the poller itself (reap
+ * completions, submit what the handlers queued), parking, sockets, stats.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "knet_pvt.h"
+
+static void knet_destroy(struct pc_runtime *rt, void *arg);
+static void knet_worker_start(struct pc_worker *w, void *arg);
+
+struct knet *pc__knet_get(struct pc_runtime *rt, bool create)
+{
+        struct knet *k;
+
+        for (struct pc__module *m = rt->modules; m; m = m->next)
+                if (m->destroy == knet_destroy)
+                        return m->arg;
+        if (!create)
+                return NULL;
+        k = calloc(1, sizeof(*k));
+        if (k == NULL)
+                return NULL;
+        k->rt = rt;
+        k->opts.max_conns = KNET_MAX_CONNS;
+        k->opts.out_cap = KNET_OUT_CAP;
+        k->opts.rbuf = KNET_RBUF;
+        k->opts.ring_entries = KNET_RING;
+        for (unsigned i = 0; i < rt->nworkers; i++) {
+                k->kw[i] = pc_numa_alloc(sizeof(struct kworker), rt->nodes[i]);
+                if (k->kw[i] == NULL) {
+                        knet_destroy(rt, k);
+                        return NULL;
+                }
+                memset(k->kw[i], 0, sizeof(struct kworker));
+                k->kw[i]->k = k;
+                k->kw[i]->id = i;
+                k->kw[i]->w = rt->workers[i];
+        }
+        k->module.arg = k;
+        k->module.destroy = knet_destroy;
+        k->module.worker_start = knet_worker_start;
+        pc__module_add(rt, &k->module);
+        return k;
+}
+
+int pc_knet_configure(struct pc_runtime *rt, const struct pc_knet_opts *o)
+{
+        struct knet *k;
+        struct pc_knet_opts v;
+
+        if (rt == NULL || o == NULL)
+                return -EINVAL;
+        if (atomic_load(&rt->running))
+                return -EBUSY;
+        k = pc__knet_get(rt, true);
+        if (k == NULL)
+                return -ENOMEM;
+        if (k->started || k->nl || k->nu)
+                return -EBUSY;
+        v = *o;
+        if (v.max_conns == 0)
+                v.max_conns = KNET_MAX_CONNS;
+        if (v.rbuf == 0)
+                v.rbuf = KNET_RBUF;
+        if (v.out_cap == 0)
+                v.out_cap = KNET_OUT_CAP;
+        if (v.ring_entries == 0)
+                v.ring_entries = KNET_RING;
+        if (v.rbuf < 64 || v.rbuf > (1u << 24) || v.out_cap < 2 * (size_t)v.rbuf ||
+            v.ring_entries < 8 || v.ring_entries > 32768)
+                return -EINVAL;
+        k->opts = v;
+        return 0;
+}
+
+struct kworker *pc__knet_self(void)
+{
+        struct pc_worker *w = pc__self;
+        struct knet *k;
+
+        if (w == NULL || (k = pc__knet_get(w->rt, false)) == NULL)
+                return NULL;
+        return k->kw[w->id]->ring_ok ? k->kw[w->id] : NULL;
+}
+
+/* A submission entry; when the queue is full, submit it first. NULL only if
+ * the kernel takes nothing (its completion backlog is full). */
+struct io_uring_sqe *pc__knet_sqe(struct kworker *kw)
+{
+        struct io_uring_sqe *sqe = io_uring_get_sqe(&kw->ring);
+
+        if (sqe == NULL) {
+                io_uring_submit(&kw->ring);
+                sqe = io_uring_get_sqe(&kw->ring);
+        }
+        return sqe;
+}
+
+int pc__knet_addr(const char *addr, uint16_t port, struct sockaddr_in *sa)
+{
+        memset(sa, 0, sizeof(*sa));
+        sa->sin_family = AF_INET;
+        sa->sin_port = htons(port);
+        if (addr == NULL || inet_pton(AF_INET, addr, &sa->sin_addr) != 1)
+                return -EINVAL;
+        return 0;
+}
+
+/* A SO_REUSEPORT socket bound to @addr:@port; listening for TCP. It stays
+ * blocking: io_uring arms its own poll when a socket has nothing, and the
+ * UDP path asks for MSG_DONTWAIT per call. *@bound receives the port (the chosen one for @port 0). */
+int pc__knet_socket(int type, const char *addr, uint16_t port, bool listen_, uint16_t *bound)
+{
+        struct sockaddr_in sa;
+        socklen_t sl = sizeof(sa);
+        int one = 1, fd, rc;
+
+        if (pc__knet_addr(addr, port, &sa))
+                return -EINVAL;
+        fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+        if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+            setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) ||
+            bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
+            (listen_ && listen(fd, KNET_BACKLOG)) ||
+            getsockname(fd, (struct sockaddr *)&sa, &sl)) {
+                rc = -errno;
+                close(fd);
+                return rc;
+        }
+        *bound = ntohs(sa.sin_port);
+        return fd;
+}
+
+/* ---- the poller ----------------------------------------------------------- */
+
+static unsigned kpoll(void *arg)
+{
+        struct kworker *kw = arg;
+        struct io_uring_cqe *cqe;
+        unsigned n = 0;
+
+        if (io_uring_sq_ready(&kw->ring))
+                io_uring_submit(&kw->ring);
+        while (n < KNET_CQE_BUDGET && io_uring_peek_cqe(&kw->ring, &cqe) == 0) {
+                uint64_t ud = cqe->user_data;
+                int res = cqe->res;
+                unsigned flags = cqe->flags;
+                void *ptr = (void *)(uintptr_t)(ud & ~(uint64_t)KTAG_MASK);
+
+                io_uring_cqe_seen(&kw->ring, cqe);
+                n++;
+                if ((ud & KTAG_MASK) == T_UDP)
+                        pc__udp_complete(kw, ptr, res, flags);
+                else if (ud)
+                        pc__tcp_complete(kw, ud & KTAG_MASK, ptr, res, flags);
+        }
+        n += pc__udp_poll(kw);
+        if (io_uring_sq_ready(&kw->ring))
+                io_uring_submit(&kw->ring);
+        return n;
+}
+
+/*
+ * May the worker sleep? The ring reports every completion on the worker's
+ * own eventfd (io_uring_register_eventfd), the one park() sleeps on, so a
+ * completion posted after the checks below wakes the worker exactly as a
+ * message does; one posted before them is seen here in the CQ tail. No
+ * completion can fall between the two, so no wake-up is lost. Unsubmitted
+ * entries, a completion backlog the kernel holds back (CQ overflow) and UDP
+ * work the budget left over would not signal the eventfd, so they keep the
+ * worker awake. Stale eventfd counts (completions handled while busy) only
+ * cost one spurious wake-up, which is harmless.
+ */
+static bool kprepare_sleep(void *arg)
+{
+        struct kworker *kw = arg;
+
+        if (io_uring_sq_ready(&kw->ring) || io_uring_cq_ready(&kw->ring))
+                return false;
+        if (IO_URING_READ_ONCE(*kw->ring.sq.kflags) & IORING_SQ_CQ_OVERFLOW)
+                return false;
+        return pc__udp_idle(kw);
+}
+
+static const struct pc_poller_ops kpoll_ops = {
+        .name = "knet-uring",
+        .poll = kpoll,
+        .prepare_sleep = kprepare_sleep,
+};
+
+/* On each worker's thread, on every run: the ring and the poller the first
+ * time, then the listeners and UDP sockets not yet served. */
+static void knet_worker_start(struct pc_worker *w, void *arg)
+{
+        struct knet *k = arg;
+        struct kworker *kw = k->kw[w->id];
+        int rc;
+
+        k->started = true;
+        if (!kw->ring_ok) {
+                struct io_uring_params p;
+
+                memset(&p, 0, sizeof(p));
+                p.flags = IORING_SETUP_CQSIZE;
+                p.cq_entries = k->opts.ring_entries * KNET_CQ_FACTOR;
+                rc = io_uring_queue_init_params(k->opts.ring_entries, &kw->ring, &p);
+                if (rc) {
+                        pc_log(PC_LOG_ERROR, "worker %u: io_uring: %s", w->id, pc_strerror(rc));
+                        return;
+                }
+                rc = io_uring_register_eventfd(&kw->ring, w->efd);
+                if (rc) {
+                        pc_log(PC_LOG_ERROR, "worker %u: io_uring eventfd: %s", w->id,
+                               pc_strerror(rc));
+                        io_uring_queue_exit(&kw->ring);
+                        return;
+                }
+                kw->ring_ok = true;
+        }
+        if (!kw->poller_ok) {
+                rc = pc_poller_register(&kpoll_ops, kw, NULL);
+                if (rc) {
+                        pc_log(PC_LOG_ERROR, "worker %u: knet poller: %s", w->id,
+                               pc_strerror(rc));
+                        return;
+                }
+                kw->poller_ok = true;
+        }
+        pc__tcp_worker_start(kw);
+        pc__udp_worker_start(kw);
+        if (io_uring_sq_ready(&kw->ring))
+                io_uring_submit(&kw->ring);
+}
+
+static void knet_destroy(struct pc_runtime *rt, void *arg)
+{
+        struct knet *k = arg;
+
+        /* The rings first: closing one cancels what it still has armed, so
+         * no operation touches a buffer freed after it. */
+        for (unsigned i = 0; i < rt->nworkers; i++)
+                if (k->kw[i] && k->kw[i]->ring_ok) {
+                        io_uring_queue_exit(&k->kw[i]->ring);
+                        k->kw[i]->ring_ok = false;
+                }
+        pc__tcp_destroy(k);
+        pc__udp_destroy(k);
+        for (unsigned i = 0; i < rt->nworkers; i++) {
+                struct kworker *kw = k->kw[i];
+                if (kw == NULL)
+                        continue;
+                free(kw->udp_rxbuf);
+                pc_numa_free(kw, sizeof(*kw));
+        }
+        free(k);
+}
+
+/* ---- stats ---------------------------------------------------------------- */
+
+static void read_stats(const struct kstats *s, struct pc_knet_stats *o, bool add)
+{
+#define RD(f) atomic_load_explicit(&s->f, memory_order_relaxed)
+        struct pc_knet_stats v = {
+                .accepted = RD(accepted),
+                .refused = RD(refused),
+                .accept_errors = RD(accept_errors),
+                .closed = RD(closed),
+                .resets = RD(resets),
+                .conns = RD(conns),
+                .bytes_in = RD(bytes_in),
+                .bytes_out = RD(bytes_out),
+                .backpressure = RD(backpressure),
+                .send_refused = RD(send_refused),
+                .out_max = RD(out_max),
+                .udp_rx = RD(udp_rx),
+                .udp_tx = RD(udp_tx),
+                .udp_drops = RD(udp_drops),
+        };
+#undef RD
+        if (!add) {
+                *o = v;
+                return;
+        }
+        o->accepted += v.accepted;
+        o->refused += v.refused;
+        o->accept_errors += v.accept_errors;
+        o->closed += v.closed;
+        o->resets += v.resets;
+        o->conns += v.conns;
+        o->bytes_in += v.bytes_in;
+        o->bytes_out += v.bytes_out;
+        o->backpressure += v.backpressure;
+        o->send_refused += v.send_refused;
+        if (v.out_max > o->out_max)
+                o->out_max = v.out_max;
+        o->udp_rx += v.udp_rx;
+        o->udp_tx += v.udp_tx;
+        o->udp_drops += v.udp_drops;
+}
+
+int pc_knet_stats(const struct pc_runtime *rt, int worker, struct pc_knet_stats *out)
+{
+        struct knet *k;
+
+        if (rt == NULL || out == NULL || worker < -1 || (worker >= 0 && (unsigned)worker >= rt->nworkers))
+                return -EINVAL;
+        k = pc__knet_get((struct pc_runtime *)rt, false);
+        if (k == NULL)
+                return -ENOENT;
+        if (worker >= 0) {
+                read_stats(&k->kw[worker]->st, out, false);
+                return 0;
+        }
+        memset(out, 0, sizeof(*out));
+        for (unsigned i = 0; i < rt->nworkers; i++)
+                read_stats(&k->kw[i]->st, out, true);
+        return 0;
+}
+
+void pc_knet_stats_print(const struct pc_runtime *rt, FILE *f)
+{
+        struct pc_knet_stats s;
+
+        fprintf(f, "%-6s %10s %8s %8s %8s %8s %12s %12s %8s %10s %10s\n", "worker", "accepted",
+                "refused", "errors", "closed", "resets", "bytes_in", "bytes_out", "backpr",
+                "udp_rx", "udp_tx");
+        for (int i = -1; i < (int)pc_runtime_workers(rt); i++) {
+                if (pc_knet_stats(rt, i < 0 ? -1 : i, &s))
+                        return;
+                if (i < 0)
+                        continue;
+                fprintf(f,
+                        "%-6d %10" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64
+                        " %12" PRIu64 " %12" PRIu64 " %8" PRIu64 " %10" PRIu64 " %10" PRIu64 "\n",
+                        i, s.accepted, s.refused, s.accept_errors, s.closed, s.resets,
+                        s.bytes_in, s.bytes_out, s.backpressure, s.udp_rx, s.udp_tx);
+        }
+}

@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Private state of the kernel backend: the per-runtime module, the
+ * per-worker ring and counters, listeners, connections and UDP sockets.
+ * Everything a worker owns is touched only on that worker's thread; the
+ * counters are atomics so that pc_knet_stats() may read them anywhere.
+ */
+#ifndef KNET_PVT_H
+#define KNET_PVT_H
+
+#include <liburing.h>
+#include <netinet/in.h>
+#include <stdatomic.h>
+#include <sys/socket.h>
+
+#include "pc_core_pvt.h"
+#include "pc_knet.h"
+
+/* Tunables. */
+#define KNET_MAX_CONNS 4096
+#define KNET_OUT_CAP (1u << 20)
+#define KNET_RBUF (16u << 10)
+#define KNET_RING 1024
+#define KNET_CQ_FACTOR 8       /* completion queue = 8 x submission queue */
+#define KNET_CQE_BUDGET 512    /* completions handled per poller pass */
+#define KNET_BACKLOG 4096
+#define KNET_MAX_LISTEN 8      /* listeners + UDP ports per runtime */
+#define KNET_UDP_BATCH 32      /* datagrams per recvmmsg / sendmmsg */
+#define KNET_UDP_SLOT 2048     /* bytes per batched datagram; larger go alone */
+#define KNET_UDP_ROUNDS 8      /* recvmmsg calls per socket per pass */
+#define KNET_ACCEPT_RETRY_NS 10000000u /* back-off after EMFILE and the like */
+
+/* What a completion's user_data points at: the low 3 bits say which. */
+enum ktag {
+        T_ACCEPT = 1, /* struct klsock */
+        T_RECV = 2,   /* struct pc_conn */
+        T_SEND = 3,   /* struct pc_conn */
+        T_CONNECT = 4, /* struct pc_conn */
+        T_UDP = 5,    /* struct kudp_sock */
+};
+#define KTAG_MASK 7u
+
+struct kstats {
+        _Atomic uint64_t accepted, refused, accept_errors, closed, resets, conns;
+        _Atomic uint64_t bytes_in, bytes_out, backpressure, send_refused, out_max;
+        _Atomic uint64_t udp_rx, udp_tx, udp_drops;
+};
+
+/* Owner-only increment of a counter other threads read. */
+static inline void kinc(_Atomic uint64_t *c, uint64_t n)
+{
+        atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
+                              memory_order_relaxed);
+}
+
+struct kworker;
+
+/* One worker's socket of a listener. */
+struct klsock {
+        struct pc_tcp_listener *l;
+        struct kworker *kw;
+        int fd;
+        bool armed;
+        struct pc_timer retry; /* re-arm after an accept error */
+};
+
+struct pc_tcp_listener {
+        const struct pc_tcp_callbacks *cb;
+        void *arg;
+        uint16_t port;
+        unsigned n;
+        struct klsock s[]; /* one per worker */
+};
+
+/* A byte buffer: [off, len) not yet sent. */
+struct kbuf {
+        char *p;
+        size_t off, len, cap;
+};
+
+struct pc_conn {
+        struct kworker *kw;
+        int fd;
+        const struct pc_tcp_callbacks *cb;
+        void *arg;
+        void *data;
+        struct pc_conn *prev, *next; /* the worker's list, for destroy */
+        char *rbuf;
+        /* Output: the kernel reads @inflight while a send is armed, so only
+         * @pending grows; they swap when the send completes. */
+        struct kbuf inflight, pending;
+        unsigned refs; /* armed operations + callbacks running: free at 0 */
+        bool recv_armed, send_armed, connect_armed;
+        bool open;     /* on_accept ran; on_close will */
+        bool paused;   /* reading stopped by backpressure */
+        bool closing;  /* no more reads; close once the output drains */
+        bool dead;     /* finishing: waiting for armed ops to return */
+        bool reset;    /* counted as a reset already */
+        int err;       /* for on_close */
+        struct sockaddr_in peer; /* connect target */
+};
+
+/* One worker's socket of a UDP port, plus its batched output. */
+struct kudp_sock {
+        struct pc_kudp *u;
+        struct kworker *kw;
+        int fd;
+        bool armed, more;
+        unsigned ntx;
+        struct mmsghdr tx[KNET_UDP_BATCH];
+        struct iovec txv[KNET_UDP_BATCH];
+        struct sockaddr_in txa[KNET_UDP_BATCH];
+        char txbuf[KNET_UDP_BATCH][KNET_UDP_SLOT];
+};
+
+struct pc_kudp {
+        pc_kudp_fn fn;
+        void *arg;
+        uint16_t port;
+        unsigned n;
+        struct kudp_sock *s[]; /* one per worker */
+};
+
+struct kworker {
+        struct knet *k;
+        struct pc_worker *w;
+        unsigned id;
+        bool ring_ok, poller_ok;
+        struct io_uring ring;
+        unsigned nconns;
+        struct pc_conn *conns;
+        char *udp_rxbuf; /* KNET_UDP_BATCH x 64 KiB, allocated on first use */
+        struct kstats st PC_ALIGNED;
+};
+
+struct knet {
+        struct pc__module module;
+        struct pc_runtime *rt;
+        struct pc_knet_opts opts;
+        bool started; /* a run began: options are fixed */
+        unsigned nl, nu;
+        struct pc_tcp_listener *listeners[KNET_MAX_LISTEN];
+        struct pc_kudp *udps[KNET_MAX_LISTEN];
+        struct kworker *kw[PC_MAX_WORKERS];
+};
+
+/* knet.c */
+struct knet *pc__knet_get(struct pc_runtime *rt, bool create);
+struct kworker *pc__knet_self(void);
+struct io_uring_sqe *pc__knet_sqe(struct kworker *kw);
+int pc__knet_socket(int type, const char *addr, uint16_t port, bool listen_, uint16_t *bound);
+int pc__knet_addr(const char *addr, uint16_t port, struct sockaddr_in *sa);
+
+/* tcp.c */
+void pc__tcp_worker_start(struct kworker *kw);
+void pc__tcp_complete(struct kworker *kw, unsigned tag, void *ptr, int res, unsigned flags);
+void pc__tcp_destroy(struct knet *k);
+
+/* udp.c */
+void pc__udp_worker_start(struct kworker *kw);
+void pc__udp_complete(struct kworker *kw, struct kudp_sock *s, int res, unsigned flags);
+unsigned pc__udp_poll(struct kworker *kw);
+bool pc__udp_idle(struct kworker *kw);
+void pc__udp_destroy(struct knet *k);
+
+#endif /* KNET_PVT_H */

@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * percore on kernel sockets: one io_uring per worker, driven by a poller,
+ * TCP listeners and UDP ports with one SO_REUSEPORT socket per worker, so
+ * the kernel spreads connections and datagrams over the workers and each
+ * connection stays on the worker that accepted it for its whole life.
+ *
+ * Lifecycle. Listeners and UDP ports are opened before pc_runtime_run(),
+ * from the thread that created the runtime; each worker starts serving
+ * them when its loop starts. Connections belong to their worker: every
+ * pc_conn_* call must come from that worker (callbacks run there). Rings,
+ * sockets and connections stay open across runs and are closed by
+ * pc_runtime_destroy() (without on_close calls).
+ *
+ * Receiving: one recv per connection in flight into a per-connection
+ * buffer of opts.rbuf bytes (provided-buffer rings would save that memory;
+ * liburing 2.3 lacks the setup helper, so this is left for later).
+ *
+ * Backpressure. Each connection buffers at most opts.out_cap bytes of
+ * output that the kernel has not taken yet. pc_conn_send() refuses a write
+ * that would exceed it (-ENOBUFS, nothing queued), and before that happens
+ * the backend stops reading the connection: once the room left is under
+ * one receive buffer, no recv is armed until the output drains to half the
+ * cap (a "backpressure event"). So a handler that only sends in answer to
+ * what it receives (an echo, a request/response protocol whose reply is no
+ * larger than the request) never sees -ENOBUFS, and a peer that stops
+ * reading stalls itself instead of growing the server's memory.
+ *
+ * Include this header after percore.h.
+ */
+#ifndef PC_KNET_H
+#define PC_KNET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "percore.h"
+#include "pc_net.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Options of the kernel backend; zero fields take the defaults named. */
+struct pc_knet_opts {
+        unsigned max_conns; /**< open connections per worker (4096); at the
+                                 limit new ones are accepted and closed */
+        size_t out_cap;     /**< output bytes buffered per connection (1 MiB),
+                                 at least 2 * rbuf */
+        unsigned rbuf;      /**< receive buffer per connection (16 KiB) */
+        unsigned ring_entries; /**< submission queue entries (1024) */
+};
+
+/**
+ * Set the backend's options for @rt. Before the first pc_tcp_listen(),
+ * pc_kudp_bind() or run (which otherwise use the defaults).
+ * Errors: -EINVAL (bad value), -EBUSY (too late), -ENOMEM.
+ * The thread that created @rt.
+ */
+int pc_knet_configure(struct pc_runtime *rt, const struct pc_knet_opts *opts);
+
+/* ---- TCP ------------------------------------------------------------------ */
+
+struct pc_conn;
+struct pc_tcp_listener;
+
+/**
+ * Connection callbacks; they run on the connection's worker. Any may be
+ * NULL. @arg is the one given to pc_tcp_listen() or pc_tcp_connect().
+ */
+struct pc_tcp_callbacks {
+        /** A connection was accepted (or, from pc_tcp_connect(), connected). */
+        void (*on_accept)(struct pc_conn *c, void *arg);
+        /** @len bytes arrived (valid during the call). @len 0: the peer shut
+         * its write side; the connection closes once what we queued has been
+         * sent (send the last replies now). */
+        void (*on_data)(struct pc_conn *c, const void *data, size_t len, void *arg);
+        /** The connection is gone: @err 0 after a clean close, else -errno
+         * (-ECONNRESET for a reset, a connect error for clients). @c is
+         * freed when this returns. */
+        void (*on_close)(struct pc_conn *c, int err, void *arg);
+};
+
+/**
+ * Listen on @addr:@port (IPv4 dotted quad; @port 0 picks a free port, the
+ * same on every worker) with one SO_REUSEPORT socket per worker.
+ * Errors: -EINVAL, -EADDRINUSE, -EBUSY (runtime running), -ENOMEM, or the
+ * -errno of socket()/bind()/listen(). The thread that created @rt, before
+ * pc_runtime_run().
+ */
+int pc_tcp_listen(struct pc_runtime *rt, const char *addr, uint16_t port,
+                  const struct pc_tcp_callbacks *cb, void *arg, struct pc_tcp_listener **out);
+
+/** The port @l listens on (host order). Any thread. */
+uint16_t pc_tcp_listener_port(const struct pc_tcp_listener *l);
+
+/**
+ * Connect to @addr:@port from the calling worker; the connection belongs to
+ * it. on_accept runs once connected; on failure on_close runs with the
+ * error. *@out (may be NULL) is valid until on_close returns.
+ * Errors: -EINVAL, -EPERM off-worker or without the backend, -ENOMEM,
+ * -EMFILE/-ENFILE. Worker only.
+ */
+int pc_tcp_connect(const char *addr, uint16_t port, const struct pc_tcp_callbacks *cb,
+                   void *arg, struct pc_conn **out);
+
+/**
+ * Queue @len bytes of @data to @c (copied). Sent in order, batched with
+ * the worker's other I/O at the end of its poller pass.
+ * Errors: -ENOBUFS (would exceed opts.out_cap; nothing queued), -EPIPE
+ * (closing or closed), -EINVAL, -EXDEV (not the connection's worker).
+ * The connection's worker only.
+ */
+int pc_conn_send(struct pc_conn *c, const void *data, size_t len);
+
+/**
+ * Close @c gracefully: stop reading, send what is queued, then close;
+ * on_close follows (err 0). Idempotent. Returns 0, -EINVAL, -EXDEV.
+ * The connection's worker only.
+ */
+int pc_conn_close(struct pc_conn *c);
+
+/** Output bytes of @c not yet taken by the kernel. Its worker only. */
+size_t pc_conn_buffered(const struct pc_conn *c);
+
+/** The worker @c belongs to. Any thread while @c lives. */
+unsigned pc_conn_worker(const struct pc_conn *c);
+
+/** Attach / read a user pointer. The connection's worker only. */
+void pc_conn_set_data(struct pc_conn *c, void *data);
+void *pc_conn_data(const struct pc_conn *c);
+
+/* ---- UDP ------------------------------------------------------------------ */
+
+struct pc_kudp;
+
+/**
+ * A datagram for a bound port, on the worker whose socket received it.
+ * The same shape as pc_dpdk.h's pc_udp_fn: only the handle differs.
+ */
+typedef void (*pc_kudp_fn)(struct pc_kudp *s, const struct pc_udp_peer *from, uint16_t dport,
+                           const void *data, size_t len, void *arg);
+
+/**
+ * Receive UDP datagrams for @addr:@port (@port 0 picks one) on one
+ * SO_REUSEPORT socket per worker; each worker drains its socket in batches
+ * (recvmmsg) when io_uring reports it readable.
+ * Errors: as pc_tcp_listen(). The creating thread, before pc_runtime_run().
+ */
+int pc_kudp_bind(struct pc_runtime *rt, const char *addr, uint16_t port, pc_kudp_fn fn,
+                 void *arg, struct pc_kudp **out);
+
+/** The port @s is bound to (host order). Any thread. */
+uint16_t pc_kudp_port(const struct pc_kudp *s);
+
+/**
+ * Send @len bytes from @s's port (@sport must be 0 or that port) to @to on
+ * the calling worker's socket. Datagrams are batched (sendmmsg) at the end
+ * of the poller pass. Errors: -EPERM off-worker, -EINVAL, -EMSGSIZE (over
+ * 65507 bytes). Worker only.
+ */
+int pc_kudp_send(struct pc_kudp *s, const struct pc_udp_peer *to, uint16_t sport,
+                 const void *data, size_t len);
+
+/* ---- Stats ---------------------------------------------------------------- */
+
+/** One worker's counters (or the sum over workers). */
+struct pc_knet_stats {
+        uint64_t accepted;      /**< connections accepted and served */
+        uint64_t refused;       /**< accepted and closed at max_conns */
+        uint64_t accept_errors; /**< accept failures (EMFILE, ENFILE, ENOMEM) */
+        uint64_t closed;        /**< connections closed (any cause) */
+        uint64_t resets;        /**< connections ended by a reset */
+        uint64_t conns;         /**< open now */
+        uint64_t bytes_in;      /**< TCP payload bytes received */
+        uint64_t bytes_out;     /**< TCP payload bytes the kernel took */
+        uint64_t backpressure;  /**< times a connection's reading was paused */
+        uint64_t send_refused;  /**< pc_conn_send() calls refused with -ENOBUFS */
+        uint64_t out_max;       /**< most bytes one connection ever buffered
+                                     (max, not summed) */
+        uint64_t udp_rx;        /**< datagrams received */
+        uint64_t udp_tx;        /**< datagrams sent */
+        uint64_t udp_drops;     /**< datagrams the kernel refused to send */
+};
+
+/**
+ * Counters of worker @worker, or summed over all workers when @worker is
+ * -1. Each counter is exact; the set is not one instant.
+ * Errors: -EINVAL, -ENOENT (the backend is not in use on @rt). Any thread.
+ */
+int pc_knet_stats(const struct pc_runtime *rt, int worker, struct pc_knet_stats *out);
+
+/** Print one line of counters per worker to @f. Any thread. */
+void pc_knet_stats_print(const struct pc_runtime *rt, FILE *f);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PC_KNET_H */

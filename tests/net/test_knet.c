@@ -1,0 +1,678 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The kernel backend on loopback: an echo server on percore (parking
+ * workers, so I/O completions must wake them through the ring's eventfd)
+ * and clients on plain sockets in a thread of the test.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+
+#include "pc_test.h"
+#include "pc_knet.h"
+
+/* ---- the server ------------------------------------------------------------ */
+
+struct conn_rec {
+        int worker; /* the worker that accepted it */
+};
+
+static _Atomic uint64_t wrong_worker, send_errors, opens, closes_clean, closes_err;
+
+static void srv_accept(struct pc_conn *c, void *arg)
+{
+        struct conn_rec *r = malloc(sizeof(*r));
+
+        (void)arg;
+        assert_non_null(r);
+        r->worker = pc_worker_id();
+        assert_int_equal((unsigned)r->worker, pc_conn_worker(c));
+        pc_conn_set_data(c, r);
+        atomic_fetch_add(&opens, 1);
+}
+
+static void srv_data(struct pc_conn *c, const void *data, size_t len, void *arg)
+{
+        struct conn_rec *r = pc_conn_data(c);
+
+        (void)arg;
+        if (r->worker != pc_worker_id())
+                atomic_fetch_add(&wrong_worker, 1);
+        if (len && pc_conn_send(c, data, len) != 0)
+                atomic_fetch_add(&send_errors, 1);
+}
+
+static void srv_close(struct pc_conn *c, int err, void *arg)
+{
+        (void)arg;
+        atomic_fetch_add(err ? &closes_err : &closes_clean, 1);
+        free(pc_conn_data(c));
+}
+
+static const struct pc_tcp_callbacks echo_cb = {
+        .on_accept = srv_accept,
+        .on_data = srv_data,
+        .on_close = srv_close,
+};
+
+static void reset_counts(void)
+{
+        wrong_worker = send_errors = opens = closes_clean = closes_err = 0;
+}
+
+static void noop_main(void *arg)
+{
+        (void)arg;
+}
+
+struct srv {
+        struct pc_runtime *rt;
+        uint16_t port;
+        void *(*client)(void *);
+        void *arg;
+};
+
+static void srv_create(struct srv *s, unsigned workers, const struct pc_knet_opts *o)
+{
+        struct pc_config cfg;
+        struct pc_tcp_listener *l;
+
+        reset_counts();
+        pc_test_config(&cfg, workers);
+        assert_int_equal(pc_runtime_create(&cfg, &s->rt), 0);
+        if (o)
+                assert_int_equal(pc_knet_configure(s->rt, o), 0);
+        assert_int_equal(pc_tcp_listen(s->rt, "127.0.0.1", 0, &echo_cb, NULL, &l), 0);
+        s->port = pc_tcp_listener_port(l);
+        assert_true(s->port != 0);
+}
+
+static void *client_trampoline(void *arg)
+{
+        struct srv *s = arg;
+        void *r = s->client(s->arg);
+
+        pc_runtime_stop(s->rt);
+        return r;
+}
+
+/* Run the server until @client returns; returns what it returned. */
+static void *srv_run(struct srv *s, void *(*client)(void *), void *arg)
+{
+        pthread_t t;
+        void *r;
+
+        s->client = client;
+        s->arg = arg;
+        assert_int_equal(pthread_create(&t, NULL, client_trampoline, s), 0);
+        assert_int_equal(pc_runtime_run(s->rt, noop_main, NULL), 0);
+        pthread_join(t, &r);
+        return r;
+}
+
+static struct pc_knet_stats stats(struct pc_runtime *rt)
+{
+        struct pc_knet_stats st;
+
+        assert_int_equal(pc_knet_stats(rt, -1, &st), 0);
+        return st;
+}
+
+/* Wait until @pred holds (polling the stats), up to 20 s. */
+static bool wait_for(struct pc_runtime *rt, bool (*pred)(const struct pc_knet_stats *, void *),
+                     void *arg)
+{
+        for (int i = 0; i < 20000; i++) {
+                struct pc_knet_stats st = stats(rt);
+                if (pred(&st, arg))
+                        return true;
+                usleep(1000);
+        }
+        return false;
+}
+
+/* ---- client helpers -------------------------------------------------------- */
+
+static int tcp_client(uint16_t port, bool nonblock)
+{
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
+        int fd = socket(AF_INET, SOCK_STREAM | (nonblock ? SOCK_NONBLOCK : 0), 0);
+
+        assert_true(fd >= 0);
+        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) && errno != EINPROGRESS)
+                fail_msg("connect: %s", strerror(errno));
+        return fd;
+}
+
+static uint8_t pattern(unsigned k, size_t i)
+{
+        return (uint8_t)(k * 131u + i * 7u + (i >> 9));
+}
+
+static void raise_nofile(void)
+{
+        struct rlimit r;
+
+        if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
+                r.rlim_cur = r.rlim_max;
+                setrlimit(RLIMIT_NOFILE, &r);
+        }
+}
+
+/* ---- many clients ----------------------------------------------------------- */
+
+struct mc {
+        int fd;
+        size_t len, sent, rcvd;
+        bool eof;
+};
+
+struct many {
+        uint16_t port;
+        unsigned n;
+        struct mc *c;
+        unsigned done, bad;
+};
+
+/* Every connection sends its own pattern in writes of varying size, reads
+ * the echo back and checks every byte, then shuts its write side and
+ * expects the server to close after the last byte (half-close). */
+static void *many_client(void *arg)
+{
+        struct many *m = arg;
+        int ep = epoll_create1(0);
+        static uint8_t buf[65536];
+        unsigned seed = 1;
+
+        assert_true(ep >= 0);
+        for (unsigned k = 0; k < m->n; k++) {
+                struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT, .data.u32 = k};
+                m->c[k].fd = tcp_client(m->port, true);
+                /* Every 100th is large (1.5 MB), the rest 1..4 KB. */
+                m->c[k].len = k % 100 == 0 ? (3u << 19) : 1 + (k * 977u) % 4096;
+                assert_int_equal(epoll_ctl(ep, EPOLL_CTL_ADD, m->c[k].fd, &ev), 0);
+        }
+        while (m->done < m->n) {
+                struct epoll_event evs[256];
+                int n = epoll_wait(ep, evs, 256, 20000);
+
+                assert_true(n > 0);
+                for (int i = 0; i < n; i++) {
+                        unsigned k = evs[i].data.u32;
+                        struct mc *c = &m->c[k];
+
+                        if ((evs[i].events & EPOLLOUT) && c->sent < c->len) {
+                                size_t want = 1 + rand_r(&seed) % 20000, j;
+                                ssize_t w;
+
+                                if (want > c->len - c->sent)
+                                        want = c->len - c->sent;
+                                for (j = 0; j < want; j++)
+                                        buf[j] = pattern(k, c->sent + j);
+                                w = send(c->fd, buf, want, MSG_NOSIGNAL);
+                                if (w > 0)
+                                        c->sent += (size_t)w;
+                                if (c->sent == c->len) {
+                                        struct epoll_event ev = {.events = EPOLLIN,
+                                                                 .data.u32 = k};
+                                        shutdown(c->fd, SHUT_WR);
+                                        epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev);
+                                }
+                        }
+                        if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
+                                ssize_t r = recv(c->fd, buf, sizeof(buf), 0);
+                                if (r > 0) {
+                                        for (ssize_t j = 0; j < r; j++)
+                                                if (buf[j] != pattern(k, c->rcvd + (size_t)j))
+                                                        m->bad++;
+                                        c->rcvd += (size_t)r;
+                                        if (c->rcvd > c->len)
+                                                m->bad++;
+                                } else if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
+                                        if (r < 0 || c->rcvd != c->len)
+                                                m->bad++;
+                                        epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);
+                                        close(c->fd);
+                                        c->eof = true;
+                                        m->done++;
+                                }
+                        }
+                }
+        }
+        close(ep);
+        return NULL;
+}
+
+static void test_many_clients(void **state)
+{
+        struct srv s;
+        struct many m = {0};
+        struct pc_knet_stats st;
+
+        (void)state;
+        raise_nofile();
+        srv_create(&s, 3, NULL);
+        m.port = s.port;
+        m.n = (unsigned)pc_test_scaled(1000);
+        if (m.n < 200)
+                m.n = 200;
+        m.c = calloc(m.n, sizeof(*m.c));
+        assert_non_null(m.c);
+        srv_run(&s, many_client, &m);
+        assert_int_equal(m.done, m.n);
+        assert_int_equal(m.bad, 0);
+        for (unsigned k = 0; k < m.n; k++)
+                assert_int_equal(m.c[k].rcvd, m.c[k].len);
+        st = stats(s.rt);
+        assert_int_equal(st.accepted, m.n);
+        assert_int_equal(st.refused, 0);
+        assert_int_equal(st.resets, 0);
+        assert_int_equal(st.bytes_in, st.bytes_out);
+        assert_int_equal(atomic_load(&wrong_worker), 0);
+        assert_int_equal(atomic_load(&send_errors), 0);
+        assert_int_equal(atomic_load(&opens), m.n);
+        /* A client sees EOF only after the server closed its side, which
+         * happens in the same callback that counts the close. */
+        assert_int_equal(st.closed, m.n);
+        assert_int_equal(st.conns, 0);
+        assert_int_equal(atomic_load(&closes_clean), m.n);
+        assert_int_equal(atomic_load(&closes_err), 0);
+        /* The kernel spread the connections over the workers' listeners. */
+        unsigned busy = 0;
+        for (int w = 0; w < 3; w++) {
+                struct pc_knet_stats ws;
+                assert_int_equal(pc_knet_stats(s.rt, w, &ws), 0);
+                busy += ws.accepted > 0;
+        }
+        assert_true(busy >= 2);
+        free(m.c);
+        pc_runtime_destroy(s.rt);
+}
+
+/* ---- a client that stops reading ------------------------------------------- */
+
+#define SLOW_CAP (256u << 10)
+
+struct slow {
+        struct srv *s;
+        struct pc_knet_stats at_stall;
+        size_t sent, rcvd;
+        unsigned bad;
+};
+
+static bool backpressured(const struct pc_knet_stats *st, void *arg)
+{
+        (void)arg;
+        return st->backpressure >= 1;
+}
+
+/* Send up to 32 MB without reading. The server echoes until its output
+ * for us reaches the cap, then stops reading; our sends stall once the
+ * socket buffers fill. Then read everything back: reading resumes. */
+static void *slow_client(void *arg)
+{
+        struct slow *sl = arg;
+        const size_t total = 32u << 20;
+        int fd = tcp_client(sl->s->port, true);
+        static uint8_t buf[65536];
+        int stalled_ms = 0;
+
+        while (sl->sent < total && stalled_ms < 300) {
+                size_t want = total - sl->sent < sizeof(buf) ? total - sl->sent : sizeof(buf);
+                ssize_t w;
+
+                for (size_t j = 0; j < want; j++)
+                        buf[j] = pattern(7, sl->sent + j);
+                w = send(fd, buf, want, MSG_NOSIGNAL);
+                if (w > 0) {
+                        sl->sent += (size_t)w;
+                        stalled_ms = 0;
+                } else {
+                        struct pollfd p = {.fd = fd, .events = POLLOUT};
+                        if (poll(&p, 1, 10) == 0)
+                                stalled_ms += 10;
+                }
+        }
+        /* The peer never read: we stalled long before 32 MB. */
+        assert_true(sl->sent < total);
+        assert_true(wait_for(sl->s->rt, backpressured, NULL));
+        sl->at_stall = stats(sl->s->rt);
+        /* Now drain: every byte comes back in order. */
+        shutdown(fd, SHUT_WR);
+        for (;;) {
+                struct pollfd p = {.fd = fd, .events = POLLIN};
+                ssize_t r;
+
+                if (poll(&p, 1, 20000) <= 0)
+                        break;
+                r = recv(fd, buf, sizeof(buf), 0);
+                if (r <= 0)
+                        break;
+                for (ssize_t j = 0; j < r; j++)
+                        if (buf[j] != pattern(7, sl->rcvd + (size_t)j))
+                                sl->bad++;
+                sl->rcvd += (size_t)r;
+        }
+        close(fd);
+        return NULL;
+}
+
+static void test_slow_reader(void **state)
+{
+        struct pc_knet_opts o = {.out_cap = SLOW_CAP, .rbuf = 16u << 10};
+        struct srv s;
+        struct slow sl = {.s = &s};
+        struct pc_knet_stats st;
+
+        (void)state;
+        srv_create(&s, 1, &o);
+        srv_run(&s, slow_client, &sl);
+        assert_true(sl.at_stall.backpressure >= 1);
+        /* What the server held for us never exceeded the cap... */
+        assert_true(sl.at_stall.out_max <= SLOW_CAP);
+        assert_true(sl.at_stall.out_max > SLOW_CAP / 2);
+        /* ...and it stopped reading: it took about the cap plus what the
+         * kernel buffers hold, not the gigabytes a client could send. */
+        assert_true(sl.at_stall.bytes_in - sl.at_stall.bytes_out <= SLOW_CAP);
+        assert_int_equal(sl.rcvd, sl.sent);
+        assert_int_equal(sl.bad, 0);
+        st = stats(s.rt);
+        assert_true(st.out_max <= SLOW_CAP);
+        assert_int_equal(st.send_refused, 0);
+        assert_int_equal(atomic_load(&send_errors), 0);
+        pc_runtime_destroy(s.rt);
+}
+
+/* ---- resets ------------------------------------------------------------------ */
+
+struct resets {
+        struct srv *s;
+        unsigned n;
+        bool echoed_after;
+};
+
+static bool n_resets(const struct pc_knet_stats *st, void *arg)
+{
+        return st->resets >= *(unsigned *)arg && st->conns == 0;
+}
+
+static void echo_once(uint16_t port, const char *msg, bool *ok)
+{
+        int fd = tcp_client(port, false);
+        char buf[64];
+        size_t len = strlen(msg), got = 0;
+
+        assert_int_equal(send(fd, msg, len, MSG_NOSIGNAL), (ssize_t)len);
+        while (got < len) {
+                ssize_t r = recv(fd, buf + got, sizeof(buf) - got, 0);
+                if (r <= 0)
+                        break;
+                got += (size_t)r;
+        }
+        *ok = got == len && memcmp(buf, msg, len) == 0;
+        close(fd);
+}
+
+/* Each client waits for its echo (so the server has the connection), then
+ * closes with SO_LINGER 0: an RST, no FIN. */
+static void *reset_client(void *arg)
+{
+        struct resets *rs = arg;
+        struct linger lg = {.l_onoff = 1, .l_linger = 0};
+
+        for (unsigned k = 0; k < rs->n; k++) {
+                int fd = tcp_client(rs->s->port, false);
+                char b[4];
+                assert_int_equal(send(fd, "ping", 4, MSG_NOSIGNAL), 4);
+                assert_int_equal(recv(fd, b, 4, MSG_WAITALL), 4);
+                setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+                close(fd);
+        }
+        assert_true(wait_for(rs->s->rt, n_resets, &rs->n));
+        echo_once(rs->s->port, "still alive", &rs->echoed_after);
+        return NULL;
+}
+
+static void test_resets(void **state)
+{
+        struct srv s;
+        struct resets rs = {.s = &s, .n = 50};
+        struct pc_knet_stats st;
+
+        (void)state;
+        srv_create(&s, 2, NULL);
+        srv_run(&s, reset_client, &rs);
+        st = stats(s.rt);
+        assert_int_equal(st.resets, rs.n);
+        assert_int_equal(st.accepted, rs.n + 1);
+        assert_int_equal(atomic_load(&closes_err), rs.n);
+        assert_true(rs.echoed_after);
+        pc_runtime_destroy(s.rt);
+}
+
+/* ---- connection limit ------------------------------------------------------- */
+
+struct limit {
+        struct srv *s;
+        unsigned echoed, refused;
+};
+
+static void *limit_client(void *arg)
+{
+        struct limit *li = arg;
+        int fds[10];
+
+        for (int k = 0; k < 10; k++) {
+                char b;
+                ssize_t r;
+
+                fds[k] = tcp_client(li->s->port, false);
+                send(fds[k], "x", 1, MSG_NOSIGNAL);
+                /* Connections beyond the 4th are accepted and closed. */
+                r = recv(fds[k], &b, 1, 0);
+                if (r == 1)
+                        li->echoed++;
+                else
+                        li->refused++;
+        }
+        for (int k = 0; k < 10; k++)
+                close(fds[k]);
+        return NULL;
+}
+
+static void test_conn_limit(void **state)
+{
+        struct pc_knet_opts o = {.max_conns = 4};
+        struct srv s;
+        struct limit li = {.s = &s};
+        struct pc_knet_stats st;
+
+        (void)state;
+        srv_create(&s, 1, &o);
+        srv_run(&s, limit_client, &li);
+        assert_int_equal(li.echoed, 4);
+        assert_int_equal(li.refused, 6);
+        st = stats(s.rt);
+        assert_int_equal(st.accepted, 4);
+        assert_int_equal(st.refused, 6);
+        pc_runtime_destroy(s.rt);
+}
+
+/* ---- a client on a worker ---------------------------------------------------- */
+
+struct cli {
+        struct pc_runtime *rt;
+        uint16_t port;
+        char got[16];
+        size_t n;
+        int close_err;
+        bool closed;
+};
+
+static void cli_accept(struct pc_conn *c, void *arg)
+{
+        (void)arg;
+        assert_int_equal(pc_conn_send(c, "hello", 5), 0);
+}
+
+static void cli_data(struct pc_conn *c, const void *data, size_t len, void *arg)
+{
+        struct cli *k = arg;
+
+        memcpy(k->got + k->n, data, len < sizeof(k->got) - k->n ? len : 0);
+        k->n += len;
+        if (k->n >= 5)
+                pc_conn_close(c);
+}
+
+static void cli_close(struct pc_conn *c, int err, void *arg)
+{
+        struct cli *k = arg;
+
+        (void)c;
+        k->close_err = err;
+        k->closed = true;
+        pc_runtime_stop(k->rt);
+}
+
+static const struct pc_tcp_callbacks cli_cb = {
+        .on_accept = cli_accept,
+        .on_data = cli_data,
+        .on_close = cli_close,
+};
+
+static void cli_main(void *arg)
+{
+        struct cli *k = arg;
+
+        assert_int_equal(pc_tcp_connect("127.0.0.1", k->port, &cli_cb, k, NULL), 0);
+        assert_int_equal(pc_tcp_connect("nonsense", k->port, &cli_cb, k, NULL), -EINVAL);
+}
+
+static void test_connect(void **state)
+{
+        struct srv s;
+        struct cli k = {0};
+
+        (void)state;
+        srv_create(&s, 2, NULL);
+        k.rt = s.rt;
+        k.port = s.port;
+        assert_int_equal(pc_tcp_connect("127.0.0.1", s.port, &cli_cb, &k, NULL), -EPERM);
+        assert_int_equal(pc_runtime_run(s.rt, cli_main, &k), 0);
+        assert_true(k.closed);
+        assert_int_equal(k.close_err, 0);
+        assert_int_equal(k.n, 5);
+        assert_memory_equal(k.got, "hello", 5);
+        pc_runtime_destroy(s.rt);
+}
+
+/* ---- UDP ------------------------------------------------------------------------ */
+
+static void udp_echo(struct pc_kudp *u, const struct pc_udp_peer *from, uint16_t dport,
+                     const void *data, size_t len, void *arg)
+{
+        (void)arg;
+        assert_int_equal(dport, pc_kudp_port(u));
+        assert_int_equal(pc_kudp_send(u, from, dport, data, len), 0);
+}
+
+struct udpc {
+        struct srv *s;
+        uint16_t port;
+        unsigned sent, ok;
+};
+
+static void *udp_client(void *arg)
+{
+        struct udpc *uc = arg;
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(uc->port)};
+        int fd = socket(AF_INET, SOCK_DGRAM, 0);
+        struct timeval tv = {.tv_sec = 5};
+        char b[3000], r[3000];
+
+        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        /* In lock step, so loopback never drops; sizes cross the batch slot
+         * (2 KB) so both send paths run. */
+        for (unsigned k = 0; k < 200; k++) {
+                size_t len = 1 + (k * 37) % sizeof(b);
+                ssize_t n;
+                for (size_t j = 0; j < len; j++)
+                        b[j] = (char)pattern(k, j);
+                assert_int_equal(sendto(fd, b, len, 0, (struct sockaddr *)&sa, sizeof(sa)),
+                                 (ssize_t)len);
+                uc->sent++;
+                n = recv(fd, r, sizeof(r), 0);
+                if (n == (ssize_t)len && memcmp(b, r, len) == 0)
+                        uc->ok++;
+        }
+        close(fd);
+        return NULL;
+}
+
+static void test_udp_echo(void **state)
+{
+        struct srv s;
+        struct pc_kudp *u;
+        struct udpc uc = {.s = &s};
+        struct pc_knet_stats st;
+
+        (void)state;
+        srv_create(&s, 2, NULL);
+        assert_int_equal(pc_kudp_bind(s.rt, "127.0.0.1", 0, udp_echo, NULL, &u), 0);
+        assert_int_equal(pc_kudp_bind(s.rt, "not an address", 0, udp_echo, NULL, NULL), -EINVAL);
+        uc.port = pc_kudp_port(u);
+        srv_run(&s, udp_client, &uc);
+        assert_int_equal(uc.ok, uc.sent);
+        st = stats(s.rt);
+        assert_int_equal(st.udp_rx, uc.sent);
+        assert_int_equal(st.udp_tx, uc.sent);
+        assert_int_equal(st.udp_drops, 0);
+        pc_runtime_destroy(s.rt);
+}
+
+static void test_errors(void **state)
+{
+        struct pc_runtime *rt;
+        struct pc_config cfg;
+        struct pc_knet_stats st;
+        struct pc_knet_opts bad = {.out_cap = 1000, .rbuf = 4096};
+
+        (void)state;
+        pc_test_config(&cfg, 1);
+        assert_int_equal(pc_runtime_create(&cfg, &rt), 0);
+        assert_int_equal(pc_knet_stats(rt, -1, &st), -ENOENT);
+        assert_int_equal(pc_knet_configure(rt, &bad), -EINVAL);
+        assert_int_equal(pc_tcp_listen(rt, "256.0.0.1", 0, &echo_cb, NULL, NULL), -EINVAL);
+        assert_int_equal(pc_knet_stats(rt, 1, &st), -EINVAL);
+        assert_int_equal(pc_knet_stats(rt, 0, &st), 0);
+        assert_int_equal(st.accepted, 0);
+        pc_runtime_destroy(rt);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_errors),
+                cmocka_unit_test(test_many_clients),
+                cmocka_unit_test(test_slow_reader),
+                cmocka_unit_test(test_resets),
+                cmocka_unit_test(test_conn_limit),
+                cmocka_unit_test(test_connect),
+                cmocka_unit_test(test_udp_echo),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
