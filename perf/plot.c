@@ -17,8 +17,8 @@
 
 #include "bench.h"
 
-#define PLOT_ROW_PX 240
-#define PLOT_WIDTH_PX 900
+#define PLOT_ROW_PX    240
+#define PLOT_WIDTH_PX  900
 #define PLOT_MAX_MODES 16
 
 bool bench_plot_available(void)
@@ -78,14 +78,16 @@ static void write_script(FILE *gp, const char *path, const struct bench_record *
         unsigned nmodes = 0;
         bool done[BENCH_MAX_RECORDS] = {false};
 
-        fprintf(gp, "set terminal svg size %u,%u dynamic noenhanced font 'sans,11' "
-                    "background '#ffffff'\nset output ",
+        fprintf(gp,
+                "set terminal svg size %u,%u dynamic noenhanced font 'sans,11' "
+                "background '#ffffff'\nset output ",
                 PLOT_WIDTH_PX, PLOT_ROW_PX * ngroups);
         gp_str(gp, path);
-        fprintf(gp, "\nset multiplot layout %u,1 title 'percore-bench: median of the "
-                    "runs, bars from min to max'\n"
-                    "set style fill solid 0.7 border -1\nset boxwidth 0.6\n"
-                    "set grid ytics\nset key off\n",
+        fprintf(gp,
+                "\nset multiplot layout %u,1 title 'percore-bench: median of the "
+                "runs, bars from min to max'\n"
+                "set style fill solid 0.7 border -1\nset boxwidth 0.6\n"
+                "set grid ytics\nset key off\n",
                 ngroups);
         for (unsigned i = 0; i < n; i++) {
                 char title[256];
@@ -101,8 +103,8 @@ static void write_script(FILE *gp, const char *path, const struct bench_record *
                                 top = hi > top ? hi : top;
                                 k++;
                         }
-                snprintf(title, sizeof(title), "%s/%s: %s (%s, %s is better)", recs[i].suite,
-                         recs[i].kase, recs[i].metric, recs[i].unit,
+                snprintf(title, sizeof(title), "%s/%s: %s (%s, %s is better)",
+                         recs[i].suite, recs[i].kase, recs[i].metric, recs[i].unit,
                          recs[i].lower_is_better ? "lower" : "higher");
                 fprintf(gp, "set title ");
                 gp_str(gp, title);
@@ -111,7 +113,8 @@ static void write_script(FILE *gp, const char *path, const struct bench_record *
                  * needs a y range. */
                 fprintf(gp, top > 0 ? "set yrange [0:*]\n" : "set yrange [0:1]\n");
                 /* Millions of tasks read better as 61.2M; ratios as 1.05. */
-                fprintf(gp, top >= 1e4 ? "set format y '%%.1s%%c'\n" : "set format y '%%g'\n");
+                fprintf(gp, top >= 1e4 ? "set format y '%%.1s%%c'\n"
+                                       : "set format y '%%g'\n");
                 /* x, median, min, max, box width, colour. */
                 fprintf(gp, "plot '-' using 0:2:3:4:(0.6):5:xtic(1) with boxerrorbars "
                             "lc variable\n");
@@ -121,8 +124,8 @@ static void write_script(FILE *gp, const char *path, const struct bench_record *
                                 continue;
                         done[j] = true;
                         bench_stats(&recs[j], &med, &lo, &hi);
-                        fprintf(gp, "\"%s\" %.6g %.6g %.6g %u\n", recs[j].mode, med, lo, hi,
-                                mode_colour(modes, &nmodes, recs[j].mode));
+                        fprintf(gp, "\"%s\" %.6g %.6g %.6g %u\n", recs[j].mode, med, lo,
+                                hi, mode_colour(modes, &nmodes, recs[j].mode));
                 }
                 fprintf(gp, "e\n");
         }
@@ -152,7 +155,8 @@ int bench_plot(const char *path, const struct bench_record *recs, unsigned n)
         old = signal(SIGPIPE, SIG_IGN);
         gp = popen("gnuplot", "w");
         if (gp == NULL) {
-                fprintf(stderr, "percore-bench: cannot run gnuplot: %s\n", strerror(errno));
+                fprintf(stderr, "percore-bench: cannot run gnuplot: %s\n",
+                        strerror(errno));
                 signal(SIGPIPE, old);
                 return -errno;
         }
@@ -164,8 +168,10 @@ int bench_plot(const char *path, const struct bench_record *recs, unsigned n)
                         fprintf(stderr, "percore-bench: --plot needs gnuplot (Debian: "
                                         "gnuplot-nox); it could not be run\n");
                 else
-                        fprintf(stderr, "percore-bench: gnuplot failed (status %d) "
-                                        "writing %s\n", status, path);
+                        fprintf(stderr,
+                                "percore-bench: gnuplot failed (status %d) "
+                                "writing %s\n",
+                                status, path);
                 return -EIO;
         }
         if (stat(path, &st) != 0 || st.st_size == 0) {

@@ -19,18 +19,23 @@
 
 #include "peers.h"
 
-namespace {
+namespace
+{
 
 peer_count count[PEER_MAX_THREADS];
 
-class pin_observer : public tbb::task_scheduler_observer {
-public:
+class pin_observer : public tbb::task_scheduler_observer
+{
+      public:
         pin_observer(tbb::task_arena &a, const int *cpus, unsigned n)
-                : tbb::task_scheduler_observer(a), cpus_(cpus), n_(n)
+            : tbb::task_scheduler_observer(a), cpus_(cpus), n_(n)
         {
                 observe(true);
         }
-        ~pin_observer() { observe(false); }
+        ~pin_observer()
+        {
+                observe(false);
+        }
 
         void on_scheduler_entry(bool) override
         {
@@ -42,7 +47,7 @@ public:
 
         std::atomic<bool> err{false};
 
-private:
+      private:
         const int *cpus_;
         unsigned n_;
 };

@@ -14,7 +14,7 @@
 extern "C" {
 #endif
 
-#define PEER_BATCH 64
+#define PEER_BATCH       64
 #define PEER_MAX_THREADS 256
 
 /* A count one thread owns, alone on its cache line. */
