@@ -121,6 +121,13 @@ static double vmax(const struct bench_record *r)
         return m;
 }
 
+void bench_stats(const struct bench_record *r, double *med, double *lo, double *hi)
+{
+        *med = median(r);
+        *lo = vmin(r);
+        *hi = vmax(r);
+}
+
 int bench_measure(const struct bench_opts *o, const char *suite, const char *kase,
                   const char *mode_name, enum pc_mode mode, const char *metric,
                   const char *unit, bool lower_is_better, bench_run_fn fn, void *ctx)
@@ -345,7 +352,8 @@ static void usage(FILE *f)
 {
         fprintf(f,
                 "usage: percore-bench [--suite a,b,...] [--duration S] [--workers N]\n"
-                "                     [--runs N] [--json FILE] [--quick] [--help]\n"
+                "                     [--runs N] [--json FILE] [--plot FILE.svg] [--quick]\n"
+                "                     [--help]\n"
                 "\n"
                 "Measures percore's per-core throughput. Without PERCORE_MODE in the\n"
                 "environment every mode runs side by side; with it, only that mode.\n"
@@ -355,6 +363,7 @@ static void usage(FILE *f)
                 "  --workers N      workers (default: one per usable CPU)\n"
                 "  --runs N         measured runs per case, after a warm-up (default 5, quick 3)\n"
                 "  --json FILE      write one record per measurement\n"
+                "  --plot FILE.svg  draw the results with gnuplot (Debian: gnuplot-nox)\n"
                 "  --quick          short runs, for CI smoke tests\n"
                 "\nsuites:\n");
         for (size_t i = 0; i < NSUITES; i++)
@@ -382,6 +391,7 @@ int main(int argc, char **argv)
                 {"workers", required_argument, NULL, 'w'},
                 {"runs", required_argument, NULL, 'r'},
                 {"json", required_argument, NULL, 'j'},
+                {"plot", required_argument, NULL, 'p'},
                 {"quick", no_argument, NULL, 'q'},
                 {"help", no_argument, NULL, 'h'},
                 {NULL, 0, NULL, 0},
@@ -394,7 +404,7 @@ int main(int argc, char **argv)
         double d;
         int c, rc = 0;
 
-        while ((c = getopt_long(argc, argv, "s:d:w:r:j:qh", longopts, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, "s:d:w:r:j:p:qh", longopts, NULL)) != -1) {
                 switch (c) {
                 case 's':
                         suite_arg = optarg;
@@ -426,6 +436,9 @@ int main(int argc, char **argv)
                         break;
                 case 'j':
                         o.json = optarg;
+                        break;
+                case 'p':
+                        o.plot = optarg;
                         break;
                 case 'q':
                         o.quick = true;
@@ -469,6 +482,12 @@ int main(int argc, char **argv)
                 free(copy);
         }
 
+        if (o.plot && !bench_plot_available()) {
+                fprintf(stderr, "percore-bench: --plot needs gnuplot, which is not on PATH "
+                                "(Debian: apt-get install gnuplot-nox, or .ci/deps.sh)\n");
+                return 1;
+        }
+
         /* The environment decides the modes: one if PERCORE_MODE is set. */
         pc_config_init(&env);
         if (pc_config_from_env(&env, err, sizeof(err)) != 0) {
@@ -491,6 +510,11 @@ int main(int argc, char **argv)
                 int jrc = write_json(&o, o.json);
                 if (jrc && rc == 0)
                         rc = jrc;
+        }
+        if (o.plot && nrecords) {
+                int prc = bench_plot(o.plot, records, nrecords);
+                if (prc && rc == 0)
+                        rc = prc;
         }
         return rc ? 1 : 0;
 }

@@ -21,6 +21,7 @@ struct bench_opts {
         unsigned runs;     /* measured repetitions */
         bool quick;
         const char *json;
+        const char *plot;  /* SVG path, or NULL */
         enum pc_mode modes[3];
         unsigned nmodes;
 };
@@ -66,6 +67,20 @@ void bench_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A runtime config for a bench run: the given mode and worker count, polling
  * idle (benchmarks measure the loop, not wake-up latency). */
 void bench_config(struct pc_config *cfg, const struct bench_opts *o, enum pc_mode mode);
+
+/* The median, min and max of a record's values. */
+void bench_stats(const struct bench_record *r, double *med, double *lo, double *hi);
+
+/* Whether an executable gnuplot is on PATH (--plot checks before the
+ * suites run, not after minutes of them). */
+bool bench_plot_available(void);
+
+/*
+ * Draw @n records as one SVG at @path with gnuplot: per suite/case/metric
+ * a bar per mode or peer, median with min-max error bars. Returns 0, or a
+ * negative errno after saying why on stderr (gnuplot missing or failing).
+ */
+int bench_plot(const char *path, const struct bench_record *recs, unsigned n);
 
 /* Suites. */
 int suite_spawn(const struct bench_opts *o);

@@ -4,14 +4,20 @@
  * spawns a batch of empty-bodied tasks on its own worker and re-spawns
  * itself; the figure is tasks run per second per worker, driver included
  * in the cost (1 in BATCH+1 tasks).
+ *
+ * Peers, in the same run and on the same workers: OpenMP tasks (libgomp)
+ * and oneTBB task_groups, driven by perf/peers/. They get the worker count
+ * and CPUs a thread-per-core runtime would use, thread i pinned to worker
+ * i's CPU (unpinned when PERCORE_PIN=0).
  */
 #include <errno.h>
 #include <stdatomic.h>
 #include <string.h>
 
 #include "bench.h"
+#include "peers/peers.h"
 
-#define BATCH 64
+#define BATCH PEER_BATCH
 
 struct per_worker {
         uint64_t ran;
@@ -89,14 +95,64 @@ static double spawn_run(const struct bench_opts *o, enum pc_mode mode, unsigned 
         return (double)total / *workers / ((double)(t1 - t0) / 1e9);
 }
 
+typedef double (*peer_fn)(unsigned workers, const int *cpus, double seconds);
+
+/* A peer's run: the workers and CPUs percore would take, from a runtime
+ * made with the bench's thread-per-core config (and the environment) and
+ * dropped before the peer starts. */
+static double peer_run(const struct bench_opts *o, enum pc_mode mode, unsigned *workers,
+                       void *ctx)
+{
+        peer_fn fn = *(peer_fn *)ctx;
+        int cpus[PC_MAX_WORKERS];
+        struct pc_runtime *rt;
+        struct pc_config cfg;
+        bool pin;
+        int rc;
+
+        (void)mode;
+        bench_config(&cfg, o, PC_MODE_TPC);
+        rc = pc_runtime_create(&cfg, &rt);
+        if (rc)
+                return rc;
+        *workers = pc_runtime_workers(rt);
+        pin = pc_runtime_config(rt)->pin;
+        for (unsigned w = 0; w < *workers; w++)
+                cpus[w] = pc_runtime_worker_cpu(rt, w);
+        pc_runtime_destroy(rt);
+        return fn(*workers, pin ? cpus : NULL, o->duration);
+}
+
+static int measure_peer(const struct bench_opts *o, const char *name, peer_fn fn)
+{
+        if (fn == NULL) {
+                bench_progress("spawn/local %s skipped: built without it", name);
+                return 0;
+        }
+        return bench_measure(o, "spawn", "local", name, PC_MODE_TPC,
+                             "tasks_per_sec_per_worker", "tasks/s", false, peer_run, &fn);
+}
+
 int suite_spawn(const struct bench_opts *o)
 {
+        peer_fn openmp = NULL, tbb = NULL;
+        int rc;
+
+#ifdef PC_BENCH_OPENMP
+        openmp = peer_openmp_spawn;
+#endif
+#ifdef PC_BENCH_TBB
+        tbb = peer_tbb_spawn;
+#endif
         for (unsigned m = 0; m < o->nmodes; m++) {
-                int rc = bench_measure(o, "spawn", "local", pc_mode_name(o->modes[m]),
-                                       o->modes[m], "tasks_per_sec_per_worker", "tasks/s",
-                                       false, spawn_run, NULL);
+                rc = bench_measure(o, "spawn", "local", pc_mode_name(o->modes[m]),
+                                   o->modes[m], "tasks_per_sec_per_worker", "tasks/s",
+                                   false, spawn_run, NULL);
                 if (rc)
                         return rc;
         }
-        return 0;
+        rc = measure_peer(o, "peer:openmp", openmp);
+        if (rc == 0)
+                rc = measure_peer(o, "peer:tbb", tbb);
+        return rc;
 }
