@@ -77,54 +77,29 @@ static inline struct pc_task *pc__stealq_pop(struct pc_stealq *q)
 }
 
 /*
- * Owner: claim the oldest tasks, at most @max and at most half of the ring
- * (rounded up), into @out with one CAS, so the owner pays one atomic per
- * batch instead of per task while thieves can still take the other half.
+ * Claim the oldest half of the ring (rounded up), at most @max tasks, into
+ * @out with one CAS on head: read the slots, then move head past them; if
+ * head moved meanwhile nothing was taken and we retry, at most @tries times
+ * (< 0: until the ring is empty). head is read before tail, so the length
+ * can only be too large by what other consumers took since, which the CAS
+ * catches. Returns how many were taken.
  */
-static inline unsigned pc__stealq_pop_batch(struct pc_stealq *q, struct pc_task **out,
-                                            unsigned max)
-{
-        uint64_t t = atomic_load_explicit(&q->tail, memory_order_relaxed);
-        uint64_t h = atomic_load_explicit(&q->head, memory_order_acquire);
-
-        while (h != t) {
-                uint64_t len, n;
-                len = t - h;
-                n = len - len / 2;
-                if (n > max)
-                        n = max;
-                for (uint64_t i = 0; i < n; i++)
-                        out[i] = atomic_load_explicit(&q->slots[(h + i) & q->mask],
-                                                      memory_order_relaxed);
-                if (atomic_compare_exchange_weak_explicit(&q->head, &h, h + n,
-                                                          memory_order_acq_rel,
-                                                          memory_order_acquire))
-                        return (unsigned)n;
-        }
-        return 0;
-}
-
-/*
- * Thief: claim the oldest half of the ring, at most @max tasks, into @out
- * in one CAS. Returns how many were taken (0 if the ring was empty).
- */
-static inline unsigned pc__stealq_steal(struct pc_stealq *q, struct pc_task **out, unsigned max)
+static inline unsigned pc__stealq_claim(struct pc_stealq *q, struct pc_task **out, unsigned max,
+                                        int tries)
 {
         uint64_t h = atomic_load_explicit(&q->head, memory_order_acquire);
 
-        for (int tries = 0; tries < 8; tries++) {
+        for (int i = 0; tries < 0 || i < tries; i++) {
                 uint64_t t = atomic_load_explicit(&q->tail, memory_order_acquire);
                 uint64_t len = t - h, n;
 
-                /* head was read before tail, so len can only be too large by
-                 * what other consumers took since: the CAS catches that. */
                 if ((int64_t)len <= 0)
                         return 0;
                 n = len - len / 2;
                 if (n > max)
                         n = max;
-                for (uint64_t i = 0; i < n; i++)
-                        out[i] = atomic_load_explicit(&q->slots[(h + i) & q->mask],
+                for (uint64_t k = 0; k < n; k++)
+                        out[k] = atomic_load_explicit(&q->slots[(h + k) & q->mask],
                                                       memory_order_relaxed);
                 if (atomic_compare_exchange_strong_explicit(&q->head, &h, h + n,
                                                             memory_order_acq_rel,
@@ -132,6 +107,20 @@ static inline unsigned pc__stealq_steal(struct pc_stealq *q, struct pc_task **ou
                         return (unsigned)n;
         }
         return 0;
+}
+
+/* Owner: one CAS per batch instead of per task, while thieves can still
+ * take the other half. */
+static inline unsigned pc__stealq_pop_batch(struct pc_stealq *q, struct pc_task **out,
+                                            unsigned max)
+{
+        return pc__stealq_claim(q, out, max, -1);
+}
+
+/* Thief: a few tries, then look elsewhere. */
+static inline unsigned pc__stealq_steal(struct pc_stealq *q, struct pc_task **out, unsigned max)
+{
+        return pc__stealq_claim(q, out, max, 8);
 }
 
 #endif
