@@ -7,7 +7,7 @@
  *           between two threads pinned to the same two CPUs, bursts of 32.
  *   call    pc_call() round trip, worker 0 -> 1 -> 0, one call in flight
  *           (call_rtt_ns, mean per run; the table shows the median run);
- *           beside it peer:cacheline, two pinned threads bouncing a counter
+ *           beside it peer:pingpong, two pinned threads bouncing a counter
  *           on one cache line: the hardware's floor for a round trip.
  *
  * Both sides run the same sink per message. The submit driver keeps at most
@@ -19,6 +19,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <time.h>
 
 #include "bench.h"
 #include "msg_peers.h"
@@ -339,6 +340,116 @@ static double cacheline_run(const struct bench_opts *o, enum pc_mode mode, unsig
         return (double)(p.t1 - p.t0) / (double)p.rounds;
 }
 
+/* ---- idle iteration cost against worker count ---------------------------- */
+
+/*
+ * Every worker idles in a polling loop with its mailbox poller registered;
+ * the cost is the worker thread's CPU time per loop iteration, so workers
+ * sharing a CPU (32 on this machine's 2) do not inflate it. With doorbells
+ * it should not grow with the worker count.
+ */
+struct idle_ctx {
+        struct pc_runtime *rt;
+        struct pc_timer stop;
+        uint64_t duration_ns;
+        uint64_t cpu0[PC_MAX_WORKERS], cpu1[PC_MAX_WORKERS];
+        uint64_t it0[PC_MAX_WORKERS], it1[PC_MAX_WORKERS];
+};
+
+static struct idle_ctx I;
+
+static uint64_t thread_cpu_ns(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t my_iterations(void)
+{
+        struct pc_worker_stats st[PC_MAX_WORKERS];
+        int n = pc_stats_snapshot(I.rt, st, PC_MAX_WORKERS);
+        int me = pc_worker_id();
+
+        return me >= 0 && me < n ? st[me].iterations : 0;
+}
+
+static void idle_mark_start(void *arg)
+{
+        (void)arg;
+        I.cpu0[pc_worker_id()] = thread_cpu_ns();
+        I.it0[pc_worker_id()] = my_iterations();
+}
+
+static void idle_mark_end(void *arg)
+{
+        (void)arg;
+        I.cpu1[pc_worker_id()] = thread_cpu_ns();
+        I.it1[pc_worker_id()] = my_iterations();
+}
+
+static void idle_stop(void *arg)
+{
+        (void)arg;
+        pc_runtime_stop(I.rt);
+}
+
+static void idle_timer(struct pc_timer *t, void *arg)
+{
+        (void)t;
+        (void)arg;
+        pc_for_each_worker(idle_mark_end, NULL, idle_stop, NULL);
+}
+
+static void idle_started(void *arg)
+{
+        (void)arg;
+        pc_timer_init(&I.stop, idle_timer, NULL);
+        pc_timer_start(&I.stop, I.duration_ns, 0);
+}
+
+static void idle_main(void *arg)
+{
+        (void)arg;
+        pc_for_each_worker(idle_mark_start, NULL, idle_started, NULL);
+}
+
+static double idle_run(const struct bench_opts *o, enum pc_mode mode, unsigned *workers,
+                       void *ctx)
+{
+        unsigned n = *(unsigned *)ctx;
+        struct pc_shard_opts so;
+        struct pc_config cfg;
+        double sum = 0;
+        int rc;
+
+        memset(&I, 0, sizeof(I));
+        bench_config(&cfg, o, mode);
+        cfg.workers = n;
+        cfg.pin = n <= 2; /* more workers than this machine's CPUs share them */
+        rc = pc_runtime_create(&cfg, &I.rt);
+        if (rc)
+                return rc;
+        pc_shard_opts_init(&so);
+        so.blocking_threads = 0;
+        rc = pc_shard_init(I.rt, &so);
+        if (rc == 0) {
+                I.duration_ns = (uint64_t)(o->duration * 1e9);
+                rc = pc_runtime_run(I.rt, idle_main, NULL);
+        }
+        *workers = pc_runtime_workers(I.rt);
+        pc_runtime_destroy(I.rt);
+        if (rc)
+                return rc;
+        for (unsigned w = 0; w < n; w++) {
+                if (I.it1[w] <= I.it0[w])
+                        return -EIO;
+                sum += (double)(I.cpu1[w] - I.cpu0[w]) / (double)(I.it1[w] - I.it0[w]);
+        }
+        return sum / n;
+}
+
 int suite_msg(const struct bench_opts *o)
 {
         int rc;
@@ -358,12 +469,22 @@ int suite_msg(const struct bench_opts *o)
                 if (rc)
                         return rc;
         }
+        {
+                static unsigned counts[] = {2, 8, 32};
+                static const char *cases[] = {"idle-2w", "idle-8w", "idle-32w"};
+                for (unsigned i = 0; i < 3; i++) {
+                        rc = bench_measure(o, "msg", cases[i], "tpc", PC_MODE_TPC, "idle_iter_ns",
+                                           "ns", true, idle_run, &counts[i]);
+                        if (rc)
+                                return rc;
+                }
+        }
         rc = bench_measure(o, "msg", "submit", "peer:rte_ring", PC_MODE_TPC, "msgs_per_sec",
                            "msgs/s", false, rte_ring_run, NULL);
         if (rc == -ENOTSUP)
                 bench_progress("msg: peer:rte_ring skipped: built without DPDK");
         else if (rc)
                 return rc;
-        return bench_measure(o, "msg", "call", "peer:cacheline", PC_MODE_TPC, "call_rtt_ns",
+        return bench_measure(o, "msg", "call", "peer:pingpong", PC_MODE_TPC, "call_rtt_ns",
                              "ns", true, cacheline_run, NULL);
 }

@@ -52,7 +52,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "shard_pvt.h"
 
@@ -417,7 +416,7 @@ static void shard_free(struct pc__shard *sh)
                         free(sh->sw[i]);
                 }
                 if (sh->in[i])
-                        munmap(sh->in[i], sh->in_bytes);
+                        pc_numa_free(sh->in[i], sh->in_bytes);
                 if (sh->rt->workers[i])
                         sh->rt->workers[i]->shard = NULL;
         }
@@ -448,13 +447,11 @@ static int alloc_worker(struct pc__shard *sh, unsigned id)
         struct pc__shard_worker *sw;
         void *p;
 
-        /* One block per receiver, so numa/ can bind each to the receiver's
-         * node. Anonymous pages are zero (a valid empty ring) and stay
-         * untouched until a ring is first used, so an N x N matrix costs
-         * memory only for the pairs that talk. */
-        p = mmap(NULL, sh->in_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
-                 0);
-        if (p == MAP_FAILED)
+        /* One block per receiver, on the receiver's node. Its pages are
+         * zero (a valid empty ring) and, being an untouched mapping, cost
+         * memory only once a pair first talks. */
+        p = pc_numa_alloc(sh->in_bytes, pc_runtime_worker_node(sh->rt, id));
+        if (p == NULL)
                 return -ENOMEM;
         sh->in[id] = p;
         sw = aligned_alloc(PC_CACHE_LINE, sizeof(*sw));
