@@ -63,7 +63,7 @@ int pc_knet_configure(struct pc_runtime *rt, const struct pc_knet_opts *o)
         k = pc__knet_get(rt, true);
         if (k == NULL)
                 return -ENOMEM;
-        if (k->started || k->nl || k->nu)
+        if (atomic_load_explicit(&k->started, memory_order_relaxed) || k->nl || k->nu)
                 return -EBUSY;
         v = *o;
         if (v.max_conns == 0)
@@ -206,7 +206,7 @@ static void knet_worker_start(struct pc_worker *w, void *arg)
         struct kworker *kw = k->kw[w->id];
         int rc;
 
-        k->started = true;
+        atomic_store_explicit(&k->started, true, memory_order_relaxed);
         if (!kw->ring_ok) {
                 struct io_uring_params p;
 

@@ -137,7 +137,7 @@ struct knet {
         struct pc__module module;
         struct pc_runtime *rt;
         struct pc_knet_opts opts;
-        bool started; /* a run began: options are fixed */
+        _Atomic bool started; /* a run began: options are fixed (set by workers) */
         unsigned nl, nu;
         struct pc_tcp_listener *listeners[KNET_MAX_LISTEN];
         struct pc_kudp *udps[KNET_MAX_LISTEN];
