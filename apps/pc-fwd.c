@@ -18,6 +18,7 @@
 
 #include <rte_ethdev.h>
 #include <rte_ether.h>
+#include <rte_prefetch.h>
 #include <rte_mbuf.h>
 
 #include "percore.h"
@@ -25,6 +26,8 @@
 
 enum fwd_mode { FWD_IO, FWD_MAC, FWD_MACSWAP };
 static const char *const mode_names[] = {"io", "mac", "macswap"};
+
+#define FWD_PREFETCH 4 /* packets ahead whose header we prefetch */
 
 struct stream {
         struct pc_port *dst;
@@ -47,15 +50,24 @@ static void forward(struct pc_port *p, struct rte_mbuf **pkts, uint16_t n, void 
         case FWD_IO:
                 break;
         case FWD_MAC:
+                for (uint16_t i = 0; i < n && i < FWD_PREFETCH; i++)
+                        rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void *));
                 for (uint16_t i = 0; i < n; i++) {
                         struct rte_ether_hdr *e = rte_pktmbuf_mtod(pkts[i], struct rte_ether_hdr *);
+                        if (i + FWD_PREFETCH < n)
+                                rte_prefetch0(rte_pktmbuf_mtod(pkts[i + FWD_PREFETCH], void *));
                         rte_ether_addr_copy(&s->peer_mac, &e->dst_addr);
                         rte_ether_addr_copy(&s->src_mac, &e->src_addr);
                 }
                 break;
         case FWD_MACSWAP:
+                /* The headers are cold: ask for a few ahead while swapping. */
+                for (uint16_t i = 0; i < n && i < FWD_PREFETCH; i++)
+                        rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void *));
                 for (uint16_t i = 0; i < n; i++) {
                         struct rte_ether_hdr *e = rte_pktmbuf_mtod(pkts[i], struct rte_ether_hdr *);
+                        if (i + FWD_PREFETCH < n)
+                                rte_prefetch0(rte_pktmbuf_mtod(pkts[i + FWD_PREFETCH], void *));
                         struct rte_ether_addr t = e->dst_addr;
                         e->dst_addr = e->src_addr;
                         e->src_addr = t;

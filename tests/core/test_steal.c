@@ -177,10 +177,21 @@ static void count_done(void)
                 pc_runtime_stop(I.rt);
 }
 
+/* Work of 1 to 100 units, the spread of request costs that makes per-core
+ * placement go wrong. */
+static void burn(uint64_t i)
+{
+        volatile uint64_t x = i;
+
+        for (uint64_t k = 0, units = 1 + (i * 2654435761u) % 100; k < units * 20; k++)
+                x = x * 6364136223846793005ull + k;
+}
+
 static void elastic_task(void *arg)
 {
         uint64_t i = (uint64_t)(uintptr_t)arg;
 
+        burn(i);
         if (atomic_fetch_add(&I.seen[i], 1) != 0)
                 atomic_fetch_add(&I.dup, 1);
         if (pc_worker_id() != 0)
