@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The memcached ASCII protocol, parsed from a byte stream.
+ *
+ * A pure module: no allocation, no I/O, no runtime. The caller feeds the
+ * bytes it has; kv_parse() either returns one complete request (pointing
+ * into those bytes), asks for more, or names the error reply memcached
+ * would send. Lines end in "\r\n" or a bare "\n", as memcached accepts.
+ *
+ * The request's pointers are valid as long as the caller's buffer is; a
+ * caller that keeps a request past its buffer copies what it needs.
+ */
+#ifndef KV_PROTO_ASCII_H
+#define KV_PROTO_ASCII_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/** Longest key memcached accepts. */
+#define KV_KEY_MAX 250
+/** Longest command line (a multi-get's keys included), "\r\n" excluded.
+ *  Longer lines get KV_ERR_LINE_TOO_LONG and the connection closes. */
+#define KV_LINE_MAX 8192
+/** Default largest value (-I). */
+#define KV_ITEM_MAX_DEFAULT (1024 * 1024)
+/** Relative expiry times above this are absolute unix times (memcached's
+ *  REALTIME_MAXDELTA, 30 days). */
+#define KV_REALTIME_MAXDELTA (60 * 60 * 24 * 30)
+
+enum kv_cmd {
+        KV_GET,
+        KV_GETS,
+        KV_GAT,
+        KV_GATS,
+        KV_SET,
+        KV_ADD,
+        KV_REPLACE,
+        KV_APPEND,
+        KV_PREPEND,
+        KV_CAS,
+        KV_DELETE,
+        KV_INCR,
+        KV_DECR,
+        KV_TOUCH,
+        KV_FLUSH_ALL,
+        KV_VERSION,
+        KV_VERBOSITY,
+        KV_QUIT,
+        KV_STATS,
+};
+
+/** The error replies, with their "\r\n". */
+#define KV_ERR_UNKNOWN "ERROR\r\n"
+#define KV_ERR_FORMAT "CLIENT_ERROR bad command line format\r\n"
+#define KV_ERR_CHUNK "CLIENT_ERROR bad data chunk\r\n"
+#define KV_ERR_LINE_TOO_LONG "CLIENT_ERROR line too long\r\n"
+#define KV_ERR_TOO_LARGE "SERVER_ERROR object too large for cache\r\n"
+#define KV_ERR_DELTA "CLIENT_ERROR invalid numeric delta argument\r\n"
+#define KV_ERR_EXPTIME "CLIENT_ERROR invalid exptime argument\r\n"
+#define KV_ERR_DELETE                                                                   \
+        "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]\r\n"
+
+/** One parsed request. Which fields mean something depends on @cmd. */
+struct kv_req {
+        enum kv_cmd cmd;
+        const char *key;  /**< the (first) key */
+        size_t keylen;
+        const char *keys; /**< get family: the keys, space separated */
+        size_t keys_len;
+        unsigned nkeys;   /**< get family: how many */
+        uint32_t flags;   /**< storage commands */
+        int64_t exptime;  /**< storage commands, gat, touch: as sent */
+        uint64_t cas;     /**< cas: the unique value */
+        uint64_t delta;   /**< incr, decr */
+        int64_t delay;    /**< flush_all: seconds, 0 = now */
+        const char *data; /**< storage commands: the value, without "\r\n" */
+        size_t dlen;
+        bool noreply;
+        /** A storage command whose value exceeds the item maximum: the
+         *  value is being swallowed, the reply is KV_ERR_TOO_LARGE, and
+         *  memcached drops the key's old value (for set). */
+        bool too_large;
+};
+
+/** The parser's state between calls: bytes of a refused value still to skip. */
+struct kv_parser {
+        size_t item_max;
+        size_t swallow;
+};
+
+enum kv_parse_rc {
+        KV_PARSE_OK,    /**< *req holds a request */
+        KV_PARSE_NEED,  /**< nothing complete yet; call again with more bytes */
+        KV_PARSE_SKIP,  /**< skipped bytes of a refused value; nothing to say */
+        KV_PARSE_ERROR, /**< send *err, go on parsing */
+        KV_PARSE_CLOSE, /**< send *err, then close the connection */
+};
+
+/** Start a parser refusing values over @item_max bytes. */
+void kv_parser_init(struct kv_parser *p, size_t item_max);
+
+/**
+ * Parse the first request in @buf[0..@len). Sets *@consumed to the bytes
+ * the caller may drop (0 for KV_PARSE_NEED), and *@err to the error reply
+ * for KV_PARSE_ERROR and KV_PARSE_CLOSE. KV_PARSE_NEED is only returned
+ * while @len is short of a complete request, which is never more than
+ * KV_LINE_MAX + 2 + item_max + 2 bytes.
+ */
+enum kv_parse_rc kv_parse(struct kv_parser *p, const char *buf, size_t len, struct kv_req *req,
+                          size_t *consumed, const char **err);
+
+/**
+ * Iterate the keys of a get-family request: *@pos starts at 0; each call
+ * sets @key/@keylen to the next key and returns false after the last.
+ */
+bool kv_req_next_key(const struct kv_req *req, size_t *pos, const char **key, size_t *keylen);
+
+/** The command's name, as sent ("get", "flush_all", ...). */
+const char *kv_cmd_name(enum kv_cmd cmd);
+
+#endif

@@ -1,0 +1,452 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A cache shard: chained hash table (doubling when the load passes 1.5),
+ * intrusive LRU list, byte-counted memory cap with eviction from the LRU
+ * tail. Expired and flushed items are removed lazily when found.
+ */
+#include "store.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "pc_shard.h"
+#include "proto_ascii.h"
+
+#define BUCKETS_INITIAL 1024
+
+struct kv_store {
+        struct kv_item **table;
+        size_t nbuckets; /* power of two */
+        struct kv_item *lru_head, *lru_tail;
+        uint64_t next_cas;
+        int64_t flush_at; /* delayed flush_all time, 0 = none */
+        size_t mem_cap;
+        kv_clock_fn clock;
+        void *clock_arg;
+        struct kv_store_stats st;
+};
+
+static int64_t clock_time(void *arg)
+{
+        (void)arg;
+        return (int64_t)time(NULL);
+}
+
+int kv_store_create(size_t mem_cap, kv_clock_fn clock, void *clock_arg, struct kv_store **out)
+{
+        struct kv_store *s = calloc(1, sizeof(*s));
+
+        if (s == NULL)
+                return -ENOMEM;
+        s->nbuckets = BUCKETS_INITIAL;
+        s->table = calloc(s->nbuckets, sizeof(*s->table));
+        if (s->table == NULL) {
+                free(s);
+                return -ENOMEM;
+        }
+        s->mem_cap = mem_cap;
+        s->clock = clock ? clock : clock_time;
+        s->clock_arg = clock_arg;
+        s->st.limit_maxbytes = mem_cap;
+        *out = s;
+        return 0;
+}
+
+void kv_store_destroy(struct kv_store *s)
+{
+        struct kv_item *it, *next;
+
+        if (s == NULL)
+                return;
+        for (it = s->lru_head; it; it = next) {
+                next = it->lnext;
+                free(it);
+        }
+        free(s->table);
+        free(s);
+}
+
+size_t kv_store_item_size(size_t klen, size_t vlen)
+{
+        return sizeof(struct kv_item) + klen + vlen;
+}
+
+int64_t kv_store_now(const struct kv_store *s)
+{
+        return s->clock(s->clock_arg);
+}
+
+void kv_store_stats(const struct kv_store *s, struct kv_store_stats *out)
+{
+        *out = s->st;
+}
+
+/* memcached's realtime(): 0 never; negative already gone; up to 30 days
+ * relative; beyond, an absolute unix time. -1 is "expired" for any clock. */
+static int64_t abs_exptime(int64_t e, int64_t now)
+{
+        if (e == 0)
+                return 0;
+        if (e < 0)
+                return -1;
+        if (e > KV_REALTIME_MAXDELTA)
+                return e <= now ? -1 : e;
+        return now + e;
+}
+
+/* ---- LRU and table ------------------------------------------------------------ */
+
+static void lru_unlink(struct kv_store *s, struct kv_item *it)
+{
+        if (it->lprev)
+                it->lprev->lnext = it->lnext;
+        else
+                s->lru_head = it->lnext;
+        if (it->lnext)
+                it->lnext->lprev = it->lprev;
+        else
+                s->lru_tail = it->lprev;
+        it->lprev = it->lnext = NULL;
+}
+
+static void lru_push(struct kv_store *s, struct kv_item *it)
+{
+        it->lprev = NULL;
+        it->lnext = s->lru_head;
+        if (s->lru_head)
+                s->lru_head->lprev = it;
+        else
+                s->lru_tail = it;
+        s->lru_head = it;
+}
+
+static void grow(struct kv_store *s)
+{
+        size_t n = s->nbuckets * 2;
+        struct kv_item **t = calloc(n, sizeof(*t));
+
+        if (t == NULL)
+                return; /* longer chains, still correct */
+        for (size_t b = 0; b < s->nbuckets; b++) {
+                struct kv_item *it = s->table[b], *next;
+
+                for (; it; it = next) {
+                        next = it->hnext;
+                        it->hnext = t[it->hash & (n - 1)];
+                        t[it->hash & (n - 1)] = it;
+                }
+        }
+        free(s->table);
+        s->table = t;
+        s->nbuckets = n;
+}
+
+static void link_item(struct kv_store *s, struct kv_item *it)
+{
+        struct kv_item **b = &s->table[it->hash & (s->nbuckets - 1)];
+
+        it->hnext = *b;
+        *b = it;
+        lru_push(s, it);
+        s->st.curr_items++;
+        s->st.total_items++;
+        s->st.bytes += kv_store_item_size(it->klen, it->vlen);
+        if (s->st.curr_items > s->nbuckets + s->nbuckets / 2)
+                grow(s);
+}
+
+static void unlink_item(struct kv_store *s, struct kv_item *it)
+{
+        struct kv_item **pp = &s->table[it->hash & (s->nbuckets - 1)];
+
+        while (*pp != it)
+                pp = &(*pp)->hnext;
+        *pp = it->hnext;
+        lru_unlink(s, it);
+        s->st.curr_items--;
+        s->st.bytes -= kv_store_item_size(it->klen, it->vlen);
+        free(it);
+}
+
+static bool is_live(const struct kv_store *s, const struct kv_item *it, int64_t now)
+{
+        if (it->exptime != 0 && it->exptime <= now)
+                return false;
+        return !(s->flush_at && now >= s->flush_at && it->stime < s->flush_at);
+}
+
+/* The live item for @key; an expired or flushed one is removed on sight. */
+static struct kv_item *find(struct kv_store *s, const char *key, size_t klen, int64_t now)
+{
+        uint64_t h = pc_shard_hash(key, klen);
+        struct kv_item *it = s->table[h & (s->nbuckets - 1)];
+
+        for (; it; it = it->hnext) {
+                if (it->hash != h || it->klen != klen || memcmp(it->data, key, klen))
+                        continue;
+                if (is_live(s, it, now))
+                        return it;
+                if (it->exptime != 0 && it->exptime <= now)
+                        s->st.get_expired++;
+                else
+                        s->st.get_flushed++;
+                unlink_item(s, it);
+                return NULL;
+        }
+        return NULL;
+}
+
+static void bump(struct kv_store *s, struct kv_item *it)
+{
+        if (s->lru_head != it) {
+                lru_unlink(s, it);
+                lru_push(s, it);
+        }
+}
+
+/* A new, unlinked item; its value is left for the caller to fill. */
+static struct kv_item *item_new(const char *key, size_t klen, uint32_t flags, int64_t exptime,
+                                size_t vlen, int64_t now)
+{
+        struct kv_item *it = malloc(kv_store_item_size(klen, vlen));
+
+        if (it == NULL)
+                return NULL;
+        memset(it, 0, sizeof(*it));
+        it->hash = pc_shard_hash(key, klen);
+        it->flags = flags;
+        it->exptime = exptime;
+        it->stime = now;
+        it->klen = (uint8_t)klen;
+        it->vlen = (uint32_t)vlen;
+        memcpy(it->data, key, klen);
+        return it;
+}
+
+/* Put @it in place of @old (may be NULL), evicting from the LRU tail until
+ * it fits under the cap. */
+static void install(struct kv_store *s, struct kv_item *old, struct kv_item *it)
+{
+        size_t need = kv_store_item_size(it->klen, it->vlen);
+
+        if (old)
+                unlink_item(s, old);
+        while (s->lru_tail && s->st.bytes + need > s->mem_cap) {
+                struct kv_item *victim = s->lru_tail;
+
+                if (is_live(s, victim, kv_store_now(s)))
+                        s->st.evictions++;
+                unlink_item(s, victim);
+        }
+        it->cas = ++s->next_cas;
+        link_item(s, it);
+}
+
+/* ---- commands --------------------------------------------------------------------- */
+
+const struct kv_item *kv_store_get(struct kv_store *s, const char *key, size_t klen)
+{
+        struct kv_item *it = find(s, key, klen, kv_store_now(s));
+
+        s->st.cmd_get++;
+        if (it == NULL) {
+                s->st.get_misses++;
+                return NULL;
+        }
+        s->st.get_hits++;
+        bump(s, it);
+        return it;
+}
+
+const struct kv_item *kv_store_gat(struct kv_store *s, const char *key, size_t klen,
+                                   int64_t exptime)
+{
+        int64_t now = kv_store_now(s);
+        struct kv_item *it = find(s, key, klen, now);
+
+        s->st.cmd_get++;
+        s->st.cmd_touch++;
+        if (it == NULL) {
+                s->st.get_misses++;
+                s->st.touch_misses++;
+                return NULL;
+        }
+        s->st.get_hits++;
+        s->st.touch_hits++;
+        it->exptime = abs_exptime(exptime, now);
+        bump(s, it);
+        /* A negative exptime answers this once, then the item is gone. */
+        return it;
+}
+
+enum kv_store_rc kv_store_update(struct kv_store *s, int mode, const char *key, size_t klen,
+                                 uint32_t flags, int64_t exptime, const void *val, size_t vlen,
+                                 uint64_t cas)
+{
+        int64_t now = kv_store_now(s);
+        struct kv_item *old = find(s, key, klen, now), *it;
+        size_t total = vlen;
+
+        s->st.cmd_set++;
+        switch (mode) {
+        case KV_ADD:
+                if (old) {
+                        bump(s, old);
+                        return KV_NOT_STORED;
+                }
+                break;
+        case KV_REPLACE:
+        case KV_APPEND:
+        case KV_PREPEND:
+                if (old == NULL)
+                        return KV_NOT_STORED;
+                break;
+        case KV_CAS:
+                if (old == NULL) {
+                        s->st.cas_misses++;
+                        return KV_NOT_FOUND;
+                }
+                if (old->cas != cas) {
+                        s->st.cas_badval++;
+                        return KV_EXISTS;
+                }
+                s->st.cas_hits++;
+                break;
+        default:
+                break;
+        }
+        if (mode == KV_APPEND || mode == KV_PREPEND) {
+                total += old->vlen;
+                flags = old->flags; /* memcached keeps the old flags and expiry */
+        }
+        if (kv_store_item_size(klen, total) > s->mem_cap)
+                return KV_NO_MEMORY;
+        it = item_new(key, klen, flags, abs_exptime(exptime, now), total, now);
+        if (it == NULL)
+                return KV_NO_MEMORY;
+        if (mode == KV_APPEND) {
+                it->exptime = old->exptime;
+                memcpy(it->data + klen, kv_item_value(old), old->vlen);
+                memcpy(it->data + klen + old->vlen, val, vlen);
+        } else if (mode == KV_PREPEND) {
+                it->exptime = old->exptime;
+                memcpy(it->data + klen, val, vlen);
+                memcpy(it->data + klen + vlen, kv_item_value(old), old->vlen);
+        } else {
+                memcpy(it->data + klen, val, vlen);
+        }
+        install(s, old, it);
+        return KV_STORED;
+}
+
+enum kv_store_rc kv_store_delete(struct kv_store *s, const char *key, size_t klen)
+{
+        struct kv_item *it = find(s, key, klen, kv_store_now(s));
+
+        if (it == NULL) {
+                s->st.delete_misses++;
+                return KV_NOT_FOUND;
+        }
+        s->st.delete_hits++;
+        unlink_item(s, it);
+        return KV_DELETED;
+}
+
+enum kv_store_rc kv_store_touch(struct kv_store *s, const char *key, size_t klen,
+                                int64_t exptime)
+{
+        int64_t now = kv_store_now(s);
+        struct kv_item *it = find(s, key, klen, now);
+
+        s->st.cmd_touch++;
+        if (it == NULL) {
+                s->st.touch_misses++;
+                return KV_NOT_FOUND;
+        }
+        s->st.touch_hits++;
+        it->exptime = abs_exptime(exptime, now);
+        bump(s, it);
+        return KV_TOUCHED;
+}
+
+/* A stored number: 1..20 digits, then only spaces (memcached pads). */
+static bool value_number(const struct kv_item *it, uint64_t *out)
+{
+        const char *v = kv_item_value(it);
+        uint64_t n = 0;
+        size_t i = 0;
+
+        for (; i < it->vlen && v[i] >= '0' && v[i] <= '9'; i++) {
+                unsigned d = (unsigned)(v[i] - '0');
+
+                if (i >= 20 || n > (UINT64_MAX - d) / 10)
+                        return false;
+                n = n * 10 + d;
+        }
+        if (i == 0)
+                return false;
+        for (; i < it->vlen; i++)
+                if (v[i] != ' ')
+                        return false;
+        *out = n;
+        return true;
+}
+
+enum kv_store_rc kv_store_arith(struct kv_store *s, const char *key, size_t klen, bool incr,
+                                uint64_t delta, uint64_t *result)
+{
+        int64_t now = kv_store_now(s);
+        struct kv_item *old = find(s, key, klen, now), *it;
+        char num[24];
+        uint64_t v;
+        int n;
+
+        if (old == NULL) {
+                if (incr)
+                        s->st.incr_misses++;
+                else
+                        s->st.decr_misses++;
+                return KV_NOT_FOUND;
+        }
+        if (!value_number(old, &v))
+                return KV_NON_NUMERIC;
+        if (incr) {
+                v += delta; /* wraps at 2^64, as memcached */
+                s->st.incr_hits++;
+        } else {
+                v = delta > v ? 0 : v - delta;
+                s->st.decr_hits++;
+        }
+        n = 0;
+        do
+                num[sizeof(num) - 1 - n++] = (char)('0' + v % 10);
+        while ((v /= 10) != 0);
+        it = item_new(key, klen, old->flags, 0, (size_t)n, now);
+        if (it == NULL)
+                return KV_NO_MEMORY;
+        it->exptime = old->exptime;
+        memcpy(it->data + klen, num + sizeof(num) - n, (size_t)n);
+        *result = 0;
+        for (int i = 0; i < n; i++)
+                *result = *result * 10 + (uint64_t)(it->data[klen + i] - '0');
+        install(s, old, it);
+        return KV_STORED;
+}
+
+void kv_store_flush(struct kv_store *s, int64_t delay)
+{
+        s->st.cmd_flush++;
+        if (delay > 0) {
+                int64_t at = abs_exptime(delay, kv_store_now(s));
+
+                if (at > 0) {
+                        s->flush_at = at;
+                        return;
+                }
+        }
+        s->flush_at = 0;
+        while (s->lru_tail)
+                unlink_item(s, s->lru_tail);
+}

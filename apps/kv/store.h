@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One shard of the cache: a chained hash table, an LRU list and a memory
+ * cap. A store is owned by one worker and is not thread-safe: only its
+ * owner calls into it (other workers reach it through pc_call()).
+ *
+ * Times are unix seconds from the store's clock (time() unless a test
+ * injects one). Expiry times are given as memcached takes them: 0 never,
+ * negative already expired, up to 30 days relative, above that absolute.
+ */
+#ifndef KV_STORE_H
+#define KV_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/** An item: header, then the key, then the value (no "\r\n"). */
+struct kv_item {
+        struct kv_item *hnext;          /* hash chain */
+        struct kv_item *lprev, *lnext;  /* LRU, most recent at the head */
+        uint64_t hash;
+        uint64_t cas;
+        int64_t exptime; /* absolute, 0 = never */
+        int64_t stime;   /* when stored, for delayed flush_all */
+        uint32_t flags;
+        uint32_t vlen;
+        uint8_t klen;
+        char data[];
+};
+
+static inline const char *kv_item_key(const struct kv_item *it)
+{
+        return it->data;
+}
+
+static inline const char *kv_item_value(const struct kv_item *it)
+{
+        return it->data + it->klen;
+}
+
+/** Counters of one store; summed over shards for "stats". */
+struct kv_store_stats {
+        uint64_t get_hits, get_misses, get_expired, get_flushed;
+        uint64_t cmd_get, cmd_set, cmd_touch, cmd_flush;
+        uint64_t delete_hits, delete_misses;
+        uint64_t incr_hits, incr_misses, decr_hits, decr_misses;
+        uint64_t cas_hits, cas_misses, cas_badval;
+        uint64_t touch_hits, touch_misses;
+        uint64_t evictions, expired_unfetched, total_items;
+        uint64_t curr_items, bytes, limit_maxbytes;
+};
+
+/** What a write did. */
+enum kv_store_rc {
+        KV_STORED,
+        KV_NOT_STORED,
+        KV_EXISTS,    /**< cas: the unique value changed */
+        KV_NOT_FOUND,
+        KV_DELETED,
+        KV_TOUCHED,
+        KV_NON_NUMERIC, /**< incr/decr on a value that is not a number */
+        KV_NO_MEMORY,   /**< the item alone exceeds the store's cap */
+};
+
+typedef int64_t (*kv_clock_fn)(void *arg);
+
+struct kv_store;
+
+/**
+ * Create a store holding at most @mem_cap bytes of items (headers, keys
+ * and values counted). @clock NULL means time(). Returns 0 or -ENOMEM.
+ */
+int kv_store_create(size_t mem_cap, kv_clock_fn clock, void *clock_arg, struct kv_store **out);
+void kv_store_destroy(struct kv_store *s);
+
+/** Bytes an item of these sizes is charged. */
+size_t kv_store_item_size(size_t klen, size_t vlen);
+
+/** The item for @key, live (not expired, not flushed), bumped in the LRU;
+ *  NULL otherwise. Counts a get hit or miss. Valid until the next call. */
+const struct kv_item *kv_store_get(struct kv_store *s, const char *key, size_t klen);
+
+/** get and touch: as kv_store_get(), also setting a new @exptime. */
+const struct kv_item *kv_store_gat(struct kv_store *s, const char *key, size_t klen,
+                                   int64_t exptime);
+
+/** set, add, replace, append, prepend, cas: @mode is one of those
+ *  commands' enum kv_cmd values from proto_ascii.h; @cas only for cas. */
+enum kv_store_rc kv_store_update(struct kv_store *s, int mode, const char *key, size_t klen,
+                                 uint32_t flags, int64_t exptime, const void *val, size_t vlen,
+                                 uint64_t cas);
+
+enum kv_store_rc kv_store_delete(struct kv_store *s, const char *key, size_t klen);
+enum kv_store_rc kv_store_touch(struct kv_store *s, const char *key, size_t klen,
+                                int64_t exptime);
+
+/** incr (@incr true) or decr by @delta; *@result gets the new value.
+ *  incr wraps at 2^64, decr stops at 0, as memcached. */
+enum kv_store_rc kv_store_arith(struct kv_store *s, const char *key, size_t klen, bool incr,
+                                uint64_t delta, uint64_t *result);
+
+/** flush_all: @delay 0 (or less) drops every item now; else items stored
+ *  before now + @delay become invisible at that time. */
+void kv_store_flush(struct kv_store *s, int64_t delay);
+
+/** Copy the counters. */
+void kv_store_stats(const struct kv_store *s, struct kv_store_stats *out);
+
+/** The clock's current time. */
+int64_t kv_store_now(const struct kv_store *s);
+
+#endif

@@ -1,0 +1,213 @@
+#!/usr/bin/env bash
+# pc-kv end to end on loopback with a small python3 client: bad flags exit
+# 2; with 3 workers, keys spread over the shards, multi-get order, a cas
+# race between connections, noreply, pipelined replies in order, garbage
+# and oversized input answered with memcached's errors, the server still up.
+set -euo pipefail
+bin=$1
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+for bad in "-p 70000" "-p 0" "-t 0" "-m 0" "-m x" "-I 12q" "-I 10" "-c 0" "-l 1.2.3" \
+        "-U 11211" "--backend dpdk" "--nope" "extra"; do
+        rc=0
+        # shellcheck disable=SC2086
+        "$bin" $bad >/dev/null 2>&1 || rc=$?
+        [ "$rc" = 2 ] || fail "'$bad' exited $rc, expected 2"
+done
+"$bin" --help | grep -q "usage: pc-kv" || fail "--help"
+"$bin" --help | grep -q "UDP is not implemented" || fail "--help says UDP is not there"
+
+out=$(mktemp)
+pid=
+cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -f "$out"; }
+trap cleanup EXIT
+for _ in 1 2 3 4 5; do
+        port=$((20000 + RANDOM % 20000))
+        PERCORE_PIN=0 PERCORE_IDLE=park "$bin" -p "$port" -t 3 -m 16 >"$out" 2>&1 &
+        pid=$!
+        for _ in $(seq 100); do
+                grep -q "listening" "$out" && break
+                kill -0 "$pid" 2>/dev/null || break
+                sleep 0.05
+        done
+        grep -q "listening" "$out" && break
+        wait "$pid" || true
+        pid=
+done
+[ -n "$pid" ] || { cat "$out"; fail "pc-kv did not start"; }
+
+python3 - "$port" <<'PY'
+import os, random, socket, sys, time
+port = int(sys.argv[1])
+random.seed(7)
+
+def conn():
+    s = socket.create_connection(("127.0.0.1", port))
+    s.settimeout(10)
+    return s
+
+def read_exact(s, n):
+    got = b""
+    while len(got) < n:
+        b = s.recv(n - len(got))
+        if not b:
+            break
+        got += b
+    return got
+
+def ask(s, req, want):
+    """Send req, expect exactly want back (and nothing more queued)."""
+    s.sendall(req)
+    got = read_exact(s, len(want))
+    assert got == want, "%r:\n got %r\nwant %r" % (req[:200], got[:400], want[:400])
+
+def read_until(s, end):
+    got = b""
+    while not got.endswith(end):
+        b = s.recv(65536)
+        assert b, "closed while waiting for %r, got %r" % (end, got[-200:])
+        got += b
+    return got
+
+a = conn()
+# Many keys: with 3 workers every shard owns some, and most requests on this
+# connection go to another worker's shard and back.
+keys = [b"key:%d" % i for i in range(300)]
+for k in keys:
+    ask(a, b"set " + k + b" %d 0 %d\r\n" % (len(k), len(k) * 2) + k + k + b"\r\n", b"STORED\r\n")
+for k in keys:
+    ask(a, b"get " + k + b"\r\n",
+        b"VALUE " + k + b" %d %d\r\n" % (len(k), len(k) * 2) + k + k + b"\r\nEND\r\n")
+
+# Multi-get: key order, misses left out, one END.
+pick = random.sample(keys, 60) + [b"missing:%d" % i for i in range(10)]
+random.shuffle(pick)
+want = b"".join(b"VALUE " + k + b" %d %d\r\n" % (len(k), len(k) * 2) + k + k + b"\r\n"
+                for k in pick if k.startswith(b"key:")) + b"END\r\n"
+ask(a, b"get " + b" ".join(pick) + b"\r\n", want)
+
+# gets shows cas uniques; a cas race between two connections: one wins.
+conns = [conn() for _ in range(6)]
+for i, k in enumerate(keys[:20]):
+    x, y = conns[i % 6], conns[(i + 1) % 6]
+    x.sendall(b"gets " + k + b"\r\n")
+    line = read_until(x, b"END\r\n").split(b"\r\n")[0].split()
+    cas = int(line[4])
+    y.sendall(b"gets " + k + b"\r\n")
+    assert int(read_until(y, b"END\r\n").split(b"\r\n")[0].split()[4]) == cas
+    ask(x, b"cas " + k + b" 0 0 1 %d\r\nX\r\n" % cas, b"STORED\r\n")
+    ask(y, b"cas " + k + b" 0 0 1 %d\r\nY\r\n" % cas, b"EXISTS\r\n")
+    ask(y, b"get " + k + b"\r\n", b"VALUE " + k + b" 0 1\r\nX\r\nEND\r\n")
+ask(a, b"cas nosuch 0 0 1 1\r\nZ\r\n", b"NOT_FOUND\r\n")
+
+# noreply: nothing comes back for the quiet commands.
+ask(a, b"set nr 5 0 1 noreply\r\nq\r\nadd nr 0 0 1 noreply\r\nz\r\n"
+       b"append nr 0 0 1 noreply\r\nr\r\nincr cnt 1 noreply\r\ndelete gone noreply\r\n"
+       b"get nr\r\n", b"VALUE nr 5 2\r\nqr\r\nEND\r\n")
+
+# Pipelined: one write of many commands over many shards, replies in order.
+req = []
+for i in range(2000):
+    k = random.choice(keys[100:200])
+    op = random.randrange(5)
+    if op == 0:
+        v = b"v%d" % i
+        req.append(b"set %s 0 0 %d\r\n%s\r\n" % (k, len(v), v))
+    elif op == 1:
+        req.append(b"delete %s\r\n" % k)
+    elif op == 2:
+        req.append(b"get " + b" ".join(random.sample(keys[100:200], 3)) + b"\r\n")
+    elif op == 3:
+        req.append(b"version\r\n")
+    else:
+        req.append(b"bogus %d\r\n" % i)
+# Keys 100..199 still hold what the first loop stored.
+model0 = {k: k + k for k in keys[100:200]}
+# Recompute expectations against the true starting state.
+state = dict(model0)
+want = []
+for r in req:
+    parts = r.split(b"\r\n")[0].split()
+    if parts[0] == b"set":
+        state[parts[1]] = r.split(b"\r\n")[1]; want.append(b"STORED\r\n")
+    elif parts[0] == b"delete":
+        want.append(b"DELETED\r\n" if state.pop(parts[1], None) is not None else b"NOT_FOUND\r\n")
+    elif parts[0] == b"get":
+        def flags(x):
+            return len(x) if state[x] == x + x else 0
+        want.append(b"".join(b"VALUE %s %d %d\r\n%s\r\n" % (x, flags(x), len(state[x]), state[x])
+                             for x in parts[1:] if x in state) + b"END\r\n")
+    elif parts[0] == b"version":
+        want.append(b"VERSION 1.6.0-pc-kv\r\n")
+    else:
+        want.append(b"ERROR\r\n")
+p = conn()
+ask(p, b"".join(req), b"".join(want))
+
+# The other commands.
+ask(a, b"set n 0 0 2\r\n10\r\nincr n 5\r\ndecr n 100\r\nincr n 18446744073709551615\r\n"
+       b"incr n 2\r\nincr nn 1\r\nincr nr 1\r\nincr n x\r\n",
+    b"STORED\r\n15\r\n0\r\n18446744073709551615\r\n1\r\nNOT_FOUND\r\n"
+    b"CLIENT_ERROR cannot increment or decrement non-numeric value\r\n"
+    b"CLIENT_ERROR invalid numeric delta argument\r\n")
+ask(a, b"touch n 100\r\ntouch nope 1\r\ngat 100 n nope\r\n",
+    b"TOUCHED\r\nNOT_FOUND\r\nVALUE n 0 1\r\n1\r\nEND\r\n")
+a.sendall(b"gats 0 n\r\n")
+assert read_until(a, b"END\r\n").startswith(b"VALUE n 0 1 ")
+ask(a, b"set e 0 -1 1\r\nx\r\nget e\r\n", b"STORED\r\nEND\r\n")
+ask(a, b"replace nope 0 0 1\r\nx\r\nprepend nope 0 0 1\r\nx\r\n", b"NOT_STORED\r\nNOT_STORED\r\n")
+ask(a, b"verbosity 1\r\nverbosity\r\n", b"OK\r\nERROR\r\n")
+
+# Errors leave the connection usable.
+ask(a, b"set k 0 0 3\r\nabcd\r\nget\r\nset k 0 0 -1\r\nset k 0 0 x\r\n"
+       b"delete k 9\r\n\x00\x01\x02\xff\r\n",
+    # "abc" then "d\r" is a bad chunk; the "\n" left over is an empty command.
+    b"CLIENT_ERROR bad data chunk\r\nERROR\r\nERROR\r\n"
+    b"CLIENT_ERROR bad command line format\r\nCLIENT_ERROR bad command line format\r\n"
+    b"CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]\r\nERROR\r\n")
+ask(a, b"get " + b"x" * 251 + b"\r\n", b"CLIENT_ERROR bad command line format\r\n")
+# Too large: refused, the value swallowed (even in pieces), the old value gone.
+ask(a, b"set big 0 0 1\r\nb\r\n", b"STORED\r\n")
+big = 1024 * 1024 + 1
+a.sendall(b"set big 0 0 %d\r\n" % big)
+blob = os.urandom(big) + b"\r\n"
+for off in range(0, len(blob), 100000):
+    a.sendall(blob[off:off + 100000])
+ask(a, b"get big\r\n", b"SERVER_ERROR object too large for cache\r\nEND\r\n")
+ok = 1024 * 1024
+val = b"v" * ok
+ask(a, b"set big 0 0 %d\r\n" % ok + val + b"\r\n", b"STORED\r\n")
+ask(a, b"get big\r\n", b"VALUE big 0 %d\r\n" % ok + val + b"\r\nEND\r\n")
+
+# Binary garbage: errors, never a crash.
+g = conn()
+g.sendall(bytes(random.randrange(256) for _ in range(5000)) + b"\r\nversion\r\n")
+assert read_until(g, b"VERSION 1.6.0-pc-kv\r\n")
+# A line over the limit: the error, then the connection closes.
+g.sendall(b"get " + b"k" * 10000)
+assert read_until(g, b"CLIENT_ERROR line too long\r\n")
+assert g.recv(100) == b""
+
+# stats, flush_all, quit.
+a.sendall(b"stats\r\n")
+st = read_until(a, b"END\r\n")
+assert b"STAT threads 3\r\n" in st and b"STAT curr_items " in st, st
+assert b"STAT cas_badval 20\r\n" in st, st
+ask(a, b"flush_all\r\nget key:1 key:2 key:3\r\n", b"OK\r\nEND\r\n")
+ask(a, b"set after 0 0 1\r\nx\r\nflush_all noreply\r\nget after\r\n", b"STORED\r\nEND\r\n")
+q = conn()
+q.sendall(b"set q 0 0 1\r\nx\r\nquit\r\nget q\r\n")
+assert read_until(q, b"STORED\r\n") == b"STORED\r\n"
+assert q.recv(100) == b""
+ask(a, b"version\r\n", b"VERSION 1.6.0-pc-kv\r\n")
+print("client: ok")
+PY
+
+kill -TERM "$pid"
+rc=0
+wait "$pid" || rc=$?
+pid=
+[ "$rc" = 0 ] || { cat "$out"; fail "pc-kv exited $rc"; }
+grep -q "pc-kv: workers=3 " "$out" || { cat "$out"; fail "no totals at exit"; }
+grep -q "send_failed=0" "$out" || { cat "$out"; fail "sends failed"; }
+echo "pc-kv: ok"

@@ -1,0 +1,279 @@
+/* SPDX-License-Identifier: MIT */
+/* One cache shard without the network: commands, cas, incr/decr edges,
+ * expiry and flush on an injected clock, LRU eviction under the cap. */
+#include <stdio.h>
+#include <string.h>
+
+#include "pc_test.h"
+#include "proto_ascii.h"
+#include "store.h"
+
+static int64_t fake_now;
+
+static int64_t fake_clock(void *arg)
+{
+        (void)arg;
+        return fake_now;
+}
+
+static struct kv_store *mk(size_t cap)
+{
+        struct kv_store *s;
+
+        fake_now = 1000000000; /* a plausible unix time, well past 30 days */
+        assert_int_equal(kv_store_create(cap, fake_clock, NULL, &s), 0);
+        return s;
+}
+
+static enum kv_store_rc set(struct kv_store *s, int mode, const char *k, const char *v,
+                            int64_t exp, uint64_t cas)
+{
+        return kv_store_update(s, mode, k, strlen(k), 7, exp, v, strlen(v), cas);
+}
+
+static bool has(struct kv_store *s, const char *k, const char *v)
+{
+        const struct kv_item *it = kv_store_get(s, k, strlen(k));
+
+        if (it == NULL)
+                return false;
+        return v == NULL || (it->vlen == strlen(v) && memcmp(kv_item_value(it), v, it->vlen) == 0);
+}
+
+static void test_commands(void **state)
+{
+        struct kv_store *s = mk(1 << 20);
+        struct kv_store_stats st;
+
+        (void)state;
+        assert_false(has(s, "a", NULL));
+        assert_int_equal(set(s, KV_SET, "a", "1", 0, 0), KV_STORED);
+        assert_true(has(s, "a", "1"));
+        assert_int_equal(kv_store_get(s, "a", 1)->flags, 7);
+        assert_int_equal(set(s, KV_ADD, "a", "2", 0, 0), KV_NOT_STORED);
+        assert_int_equal(set(s, KV_ADD, "b", "2", 0, 0), KV_STORED);
+        assert_int_equal(set(s, KV_REPLACE, "c", "3", 0, 0), KV_NOT_STORED);
+        assert_int_equal(set(s, KV_REPLACE, "b", "3", 0, 0), KV_STORED);
+        assert_true(has(s, "b", "3"));
+        assert_int_equal(set(s, KV_APPEND, "b", "45", 0, 0), KV_STORED);
+        assert_int_equal(set(s, KV_PREPEND, "b", "12", 0, 0), KV_STORED);
+        assert_true(has(s, "b", "12345"));
+        assert_int_equal(set(s, KV_APPEND, "zz", "x", 0, 0), KV_NOT_STORED);
+        assert_int_equal(kv_store_delete(s, "b", 1), KV_DELETED);
+        assert_int_equal(kv_store_delete(s, "b", 1), KV_NOT_FOUND);
+        assert_int_equal(kv_store_touch(s, "a", 1, 10), KV_TOUCHED);
+        assert_int_equal(kv_store_touch(s, "b", 1, 10), KV_NOT_FOUND);
+        kv_store_stats(s, &st);
+        assert_int_equal(st.curr_items, 1);
+        assert_int_equal(st.bytes, kv_store_item_size(1, 1));
+        assert_int_equal(st.delete_hits, 1);
+        assert_int_equal(st.delete_misses, 1);
+        assert_true(st.get_hits >= 4);
+        kv_store_destroy(s);
+}
+
+static void test_cas(void **state)
+{
+        struct kv_store *s = mk(1 << 20);
+        uint64_t c1, c2;
+
+        (void)state;
+        assert_int_equal(set(s, KV_CAS, "k", "v", 0, 1), KV_NOT_FOUND);
+        set(s, KV_SET, "k", "v1", 0, 0);
+        c1 = kv_store_get(s, "k", 1)->cas;
+        set(s, KV_SET, "other", "x", 0, 0);
+        assert_int_equal(set(s, KV_CAS, "k", "v2", 0, c1), KV_STORED);
+        c2 = kv_store_get(s, "k", 1)->cas;
+        assert_true(c2 > c1);
+        /* The loser of a race holds the old unique value. */
+        assert_int_equal(set(s, KV_CAS, "k", "v3", 0, c1), KV_EXISTS);
+        assert_true(has(s, "k", "v2"));
+        /* Any write changes the unique value, a touch does not. */
+        assert_int_equal(kv_store_touch(s, "k", 1, 100), KV_TOUCHED);
+        assert_int_equal(kv_store_get(s, "k", 1)->cas, c2);
+        set(s, KV_APPEND, "k", "!", 0, 0);
+        assert_int_equal(set(s, KV_CAS, "k", "v4", 0, c2), KV_EXISTS);
+        kv_store_destroy(s);
+}
+
+static void test_arith(void **state)
+{
+        struct kv_store *s = mk(1 << 20);
+        uint64_t v;
+
+        (void)state;
+        assert_int_equal(kv_store_arith(s, "n", 1, true, 1, &v), KV_NOT_FOUND);
+        set(s, KV_SET, "n", "10", 0, 0);
+        assert_int_equal(kv_store_arith(s, "n", 1, true, 5, &v), KV_STORED);
+        assert_int_equal(v, 15);
+        assert_true(has(s, "n", "15"));
+        assert_int_equal(kv_store_arith(s, "n", 1, false, 100, &v), KV_STORED);
+        assert_int_equal(v, 0); /* decr floors at 0 */
+        set(s, KV_SET, "n", "18446744073709551615", 0, 0);
+        assert_int_equal(kv_store_arith(s, "n", 1, true, 2, &v), KV_STORED);
+        assert_int_equal(v, 1); /* incr wraps at 2^64 */
+        assert_true(has(s, "n", "1"));
+        set(s, KV_SET, "n", "100", 0, 0);
+        assert_int_equal(kv_store_arith(s, "n", 1, false, 1, &v), KV_STORED);
+        assert_true(has(s, "n", "99")); /* shorter, not padded */
+        set(s, KV_SET, "n", "12  ", 0, 0);
+        assert_int_equal(kv_store_arith(s, "n", 1, true, 1, &v), KV_STORED);
+        assert_int_equal(v, 13);
+        assert_int_equal(kv_store_get(s, "n", 1)->flags, 7); /* flags kept */
+        const char *bad[] = {"abc", "", "1a", "-1", " 1", "18446744073709551616",
+                             "123456789012345678901"};
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                set(s, KV_SET, "n", bad[i], 0, 0);
+                if (kv_store_arith(s, "n", 1, true, 1, &v) != KV_NON_NUMERIC)
+                        fail_msg("'%s' taken as a number", bad[i]);
+        }
+        kv_store_destroy(s);
+}
+
+static void test_expiry(void **state)
+{
+        struct kv_store *s = mk(1 << 20);
+        struct kv_store_stats st;
+
+        (void)state;
+        set(s, KV_SET, "rel", "v", 10, 0);
+        set(s, KV_SET, "abs", "v", fake_now + 100, 0);
+        set(s, KV_SET, "never", "v", 0, 0);
+        assert_int_equal(set(s, KV_SET, "neg", "v", -1, 0), KV_STORED);
+        set(s, KV_SET, "past", "v", fake_now - 5, 0);
+        assert_false(has(s, "neg", NULL));
+        assert_false(has(s, "past", NULL));
+        fake_now += 9;
+        assert_true(has(s, "rel", NULL));
+        fake_now += 1;
+        assert_false(has(s, "rel", NULL)); /* expires at exactly now + 10 */
+        assert_true(has(s, "abs", NULL));
+        fake_now += 90;
+        assert_false(has(s, "abs", NULL));
+        assert_true(has(s, "never", NULL));
+        /* Expired items are gone for every command, not only get. */
+        set(s, KV_SET, "t", "1", 1, 0);
+        fake_now += 1;
+        assert_int_equal(kv_store_arith(s, "t", 1, true, 1, NULL), KV_NOT_FOUND);
+        set(s, KV_SET, "t", "1", 1, 0);
+        fake_now += 1;
+        assert_int_equal(set(s, KV_ADD, "t", "2", 0, 0), KV_STORED);
+        /* touch and gat move the expiry. */
+        set(s, KV_SET, "g", "v", 5, 0);
+        assert_int_equal(kv_store_touch(s, "g", 1, 100), KV_TOUCHED);
+        fake_now += 50;
+        assert_non_null(kv_store_gat(s, "g", 1, 2));
+        fake_now += 2;
+        assert_false(has(s, "g", NULL));
+        kv_store_stats(s, &st);
+        assert_true(st.get_expired >= 4);
+        assert_int_equal(st.curr_items, 2); /* never, t */
+        kv_store_destroy(s);
+}
+
+static void test_flush(void **state)
+{
+        struct kv_store *s = mk(1 << 20);
+
+        (void)state;
+        set(s, KV_SET, "a", "v", 0, 0);
+        kv_store_flush(s, 0);
+        assert_false(has(s, "a", NULL));
+        set(s, KV_SET, "a", "v", 0, 0);
+        kv_store_flush(s, 10);
+        assert_true(has(s, "a", NULL));
+        fake_now += 5;
+        set(s, KV_SET, "b", "v", 0, 0);
+        fake_now += 5;
+        assert_false(has(s, "a", NULL));
+        assert_false(has(s, "b", NULL));
+        set(s, KV_SET, "c", "v", 0, 0); /* stored at the flush time: kept */
+        fake_now += 1;
+        set(s, KV_SET, "d", "v", 0, 0);
+        assert_true(has(s, "c", NULL));
+        assert_true(has(s, "d", NULL));
+        kv_store_destroy(s);
+}
+
+static void test_lru_eviction(void **state)
+{
+        size_t one = kv_store_item_size(4, 100), cap = one * 10;
+        struct kv_store *s = mk(cap);
+        struct kv_store_stats st;
+        char key[8], val[101];
+
+        (void)state;
+        memset(val, 'v', 100);
+        val[100] = 0;
+        for (int i = 0; i < 10; i++) {
+                snprintf(key, sizeof(key), "k%03d", i);
+                assert_int_equal(set(s, KV_SET, key, val, 0, 0), KV_STORED);
+        }
+        kv_store_stats(s, &st);
+        assert_int_equal(st.bytes, cap);
+        assert_int_equal(st.evictions, 0);
+        assert_true(has(s, "k000", NULL)); /* k000 becomes the most recent */
+        for (int i = 10; i < 15; i++) {
+                snprintf(key, sizeof(key), "k%03d", i);
+                assert_int_equal(set(s, KV_SET, key, val, 0, 0), KV_STORED);
+        }
+        kv_store_stats(s, &st);
+        assert_int_equal(st.evictions, 5);
+        assert_int_equal(st.curr_items, 10);
+        assert_true(st.bytes <= cap);
+        assert_true(has(s, "k000", NULL));
+        for (int i = 1; i <= 5; i++) {
+                snprintf(key, sizeof(key), "k%03d", i);
+                assert_false(has(s, key, NULL));
+        }
+        for (int i = 6; i < 15; i++) {
+                snprintf(key, sizeof(key), "k%03d", i);
+                assert_true(has(s, key, NULL));
+        }
+        /* An item bigger than the whole cap is refused and evicts nothing. */
+        static char huge[2000];
+        memset(huge, 'h', sizeof(huge) - 1);
+        assert_int_equal(set(s, KV_SET, "huge", huge, 0, 0), KV_NO_MEMORY);
+        kv_store_stats(s, &st);
+        assert_int_equal(st.curr_items, 10);
+        kv_store_destroy(s);
+}
+
+static void test_many_keys(void **state)
+{
+        struct kv_store *s = mk(64 << 20);
+        struct kv_store_stats st;
+        char key[32];
+        int n = (int)pc_test_scaled(50000);
+
+        (void)state;
+        for (int i = 0; i < n; i++) {
+                snprintf(key, sizeof(key), "key:%d", i);
+                assert_int_equal(set(s, KV_SET, key, key, 0, 0), KV_STORED);
+        }
+        for (int i = 0; i < n; i++) {
+                snprintf(key, sizeof(key), "key:%d", i);
+                assert_true(has(s, key, key));
+        }
+        kv_store_stats(s, &st);
+        assert_int_equal(st.curr_items, (uint64_t)n);
+        for (int i = 0; i < n; i += 2) {
+                snprintf(key, sizeof(key), "key:%d", i);
+                assert_int_equal(kv_store_delete(s, key, strlen(key)), KV_DELETED);
+        }
+        kv_store_stats(s, &st);
+        assert_int_equal(st.curr_items, (uint64_t)(n / 2));
+        kv_store_destroy(s);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_commands), cmocka_unit_test(test_cas),
+                cmocka_unit_test(test_arith),    cmocka_unit_test(test_expiry),
+                cmocka_unit_test(test_flush),    cmocka_unit_test(test_lru_eviction),
+                cmocka_unit_test(test_many_keys),
+        };
+
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
