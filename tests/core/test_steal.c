@@ -379,6 +379,10 @@ static void run_tiers(unsigned remote_min, int wait_node, int wait_worker, uint6
         cfg.sysfs_root = root;
         cfg.placement = PC_PLACE_SPREAD;
         cfg.remote_steal_min = remote_min;
+        /* Polling thieves: which tier they steal from is the question
+         * here, not how parked ones are woken (test_park and the imbalance
+         * tests above cover that). */
+        cfg.idle = PC_IDLE_POLL;
         assert_int_equal(pc_runtime_create(&cfg, &T.rt), 0);
         *nw = pc_runtime_workers(T.rt);
         assert_int_equal(*nw, 4);
