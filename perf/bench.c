@@ -36,6 +36,7 @@ static const struct suite suites[] = {
         {"fwd", suite_fwd, "DPDK forwarding Mpps on one core, pc-fwd vs dpdk-testpmd"},
 #ifdef PC_HAVE_URING
         {"echo", suite_echo, "TCP echo 64 B requests/s per worker, kernel backend vs epoll"},
+        {"kv", suite_kv, "memcached get/set ops/s per worker, pc-kv vs memcached"},
 #endif
 };
 #define NSUITES (sizeof(suites) / sizeof(suites[0]))

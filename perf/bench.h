@@ -88,5 +88,6 @@ int suite_imbalance(const struct bench_opts *o);
 int suite_msg(const struct bench_opts *o);
 int suite_fwd(const struct bench_opts *o);
 int suite_echo(const struct bench_opts *o);
+int suite_kv(const struct bench_opts *o);
 
 #endif
