@@ -23,6 +23,7 @@
 
 #include "percore.h"
 #include "pc_dpdk.h"
+#include "pc_proto.h"
 
 enum fwd_mode { FWD_IO, FWD_MAC, FWD_MACSWAP };
 static const char *const mode_names[] = {"io", "mac", "macswap"};
@@ -68,9 +69,7 @@ static void forward(struct pc_port *p, struct rte_mbuf **pkts, uint16_t n, void 
                         struct rte_ether_hdr *e = rte_pktmbuf_mtod(pkts[i], struct rte_ether_hdr *);
                         if (i + FWD_PREFETCH < n)
                                 rte_prefetch0(rte_pktmbuf_mtod(pkts[i + FWD_PREFETCH], void *));
-                        struct rte_ether_addr t = e->dst_addr;
-                        e->dst_addr = e->src_addr;
-                        e->src_addr = t;
+                        pc_eth_swap_macs((uint8_t *)e);
                 }
                 break;
         }

@@ -260,10 +260,28 @@ static void test_truncations(void **state)
         }
 }
 
+static void test_swap_macs(void **state)
+{
+        uint8_t f[14], want[14];
+
+        (void)state;
+        for (int i = 0; i < 14; i++)
+                f[i] = (uint8_t)(0xa0 + i);
+        memcpy(want, f + 6, 6);
+        memcpy(want + 6, f, 6);
+        memcpy(want + 12, f + 12, 2);
+        pc_eth_swap_macs(f);
+        assert_memory_equal(f, want, 14);
+        pc_eth_swap_macs(f);
+        for (int i = 0; i < 14; i++)
+                assert_int_equal(f[i], 0xa0 + i);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_udp_roundtrip),
+                cmocka_unit_test(test_swap_macs),
                 cmocka_unit_test(test_arp_roundtrip),
                 cmocka_unit_test(test_icmp_echo_reply),
                 cmocka_unit_test(test_malformed_every_kind),
