@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "app_cli.h"
 #include "percore.h"
 #include "pc_knet.h"
 #ifdef PC_HAVE_DPDK
@@ -121,19 +122,6 @@ static void usage(FILE *f)
                 "Other settings: PERCORE_* variables (see README).\n");
 }
 
-static int parse_uint(const char *s, unsigned long lo, unsigned long hi, unsigned long *out)
-{
-        char *end;
-        unsigned long v;
-
-        errno = 0;
-        v = strtoul(s, &end, 10);
-        if (errno || end == s || *end || v < lo || v > hi || s[0] == '-')
-                return -1;
-        *out = v;
-        return 0;
-}
-
 static void print_stats(enum backend be, void *dport)
 {
         double secs = (double)(pc_now_ns() - t_start) / 1e9;
@@ -205,7 +193,7 @@ int main(int argc, char **argv)
                         break;
                 case 'p':
                 case 'U':
-                        if (parse_uint(optarg, 0, 65535, &v)) {
+                        if (app_parse_uint(optarg, 0, 65535, &v)) {
                                 fprintf(stderr, "pc-echo: -%c '%s': expected a port 0..65535\n",
                                         c, optarg);
                                 return 2;
@@ -213,24 +201,20 @@ int main(int argc, char **argv)
                         *(c == 'p' ? &tcp_port : &udp_port) = v;
                         break;
                 case 't':
-                        if (parse_uint(optarg, 1, PC_MAX_WORKERS, &v)) {
+                        if (app_parse_uint(optarg, 1, PC_MAX_WORKERS, &v)) {
                                 fprintf(stderr, "pc-echo: -t '%s': expected 1..%d\n", optarg,
                                         PC_MAX_WORKERS);
                                 return 2;
                         }
                         cfg.workers = (unsigned)v;
                         break;
-                case 'd': {
-                        char *end;
-                        errno = 0;
-                        duration = strtod(optarg, &end);
-                        if (errno || end == optarg || *end || !(duration > 0 && duration < 1e6)) {
+                case 'd':
+                        if (app_parse_seconds(optarg, &duration)) {
                                 fprintf(stderr, "pc-echo: --duration '%s': expected seconds > 0\n",
                                         optarg);
                                 return 2;
                         }
                         break;
-                }
                 case 'h':
                         usage(stdout);
                         return 0;

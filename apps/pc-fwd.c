@@ -21,6 +21,7 @@
 #include <rte_prefetch.h>
 #include <rte_mbuf.h>
 
+#include "app_cli.h"
 #include "percore.h"
 #include "pc_dpdk.h"
 #include "pc_proto.h"
@@ -113,19 +114,6 @@ static void usage(FILE *f)
                 "Workers, CPUs and the rest: PERCORE_* variables (see README).\n");
 }
 
-static int parse_uint(const char *s, unsigned long lo, unsigned long hi, unsigned long *out)
-{
-        char *end;
-        unsigned long v;
-
-        errno = 0;
-        v = strtoul(s, &end, 10);
-        if (errno || end == s || *end || v < lo || v > hi || s[0] == '-')
-                return -1;
-        *out = v;
-        return 0;
-}
-
 int main(int argc, char **argv)
 {
         static const struct option lopts[] = {
@@ -188,26 +176,22 @@ int main(int argc, char **argv)
                         }
                         mode = (enum fwd_mode)v;
                         break;
-                case 'd': {
-                        char *end;
-                        errno = 0;
-                        duration = strtod(optarg, &end);
-                        if (errno || end == optarg || *end || !(duration > 0 && duration < 1e6)) {
+                case 'd':
+                        if (app_parse_seconds(optarg, &duration)) {
                                 fprintf(stderr, "pc-fwd: --duration '%s': expected seconds > 0\n",
                                         optarg);
                                 return 2;
                         }
                         break;
-                }
                 case 'b':
-                        if (parse_uint(optarg, 1, 256, &v)) {
+                        if (app_parse_uint(optarg, 1, 256, &v)) {
                                 fprintf(stderr, "pc-fwd: --burst '%s': expected 1..256\n", optarg);
                                 return 2;
                         }
                         po.burst = (uint16_t)v;
                         break;
                 case 'n':
-                        if (parse_uint(optarg, 1024, 1u << 26, &v)) {
+                        if (app_parse_uint(optarg, 1024, 1u << 26, &v)) {
                                 fprintf(stderr, "pc-fwd: --mbufs '%s': expected 1024..%u\n",
                                         optarg, 1u << 26);
                                 return 2;

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "app_cli.h"
 #include "percore.h"
 #include "pc_knet.h"
 #include "pc_shard.h"
@@ -775,20 +776,6 @@ static void usage(FILE *f)
                 "Other settings: PERCORE_* variables (see README).\n");
 }
 
-static int parse_ulong(const char *s, unsigned long lo, unsigned long hi, unsigned long *out)
-{
-        char *end;
-        unsigned long v;
-
-        errno = 0;
-        v = strtoul(s, &end, 10);
-        if (errno || end == s || *end || v < lo || v > hi || s[0] == '-' || s[0] == '+' ||
-            s[0] == ' ')
-                return -1;
-        *out = v;
-        return 0;
-}
-
 /* memcached's -I: bytes, or a k/m suffix. */
 static int parse_size(const char *s, size_t *out)
 {
@@ -805,7 +792,7 @@ static int parse_size(const char *s, size_t *out)
                 mult = 1024 * 1024;
         if (mult > 1)
                 tmp[n - 1] = 0;
-        if (parse_ulong(tmp, 1, 1024UL * 1024 * 1024, &v) || v * mult < 1024 ||
+        if (app_parse_uint(tmp, 1, 1024UL * 1024 * 1024, &v) || v * mult < 1024 ||
             v * mult > 1024UL * 1024 * 1024)
                 return -1;
         *out = v * mult;
@@ -861,7 +848,7 @@ int main(int argc, char **argv)
                         break;
                 case 'p':
                 case 'U':
-                        if (parse_ulong(optarg, c == 'p' ? 1 : 0, 65535, &v)) {
+                        if (app_parse_uint(optarg, c == 'p' ? 1 : 0, 65535, &v)) {
                                 fprintf(stderr, "pc-kv: -%c '%s': expected a port\n", c, optarg);
                                 return 2;
                         }
@@ -876,14 +863,14 @@ int main(int argc, char **argv)
                         addr = optarg;
                         break;
                 case 'm':
-                        if (parse_ulong(optarg, 1, 1024UL * 1024, &mem_mb)) {
+                        if (app_parse_uint(optarg, 1, 1024UL * 1024, &mem_mb)) {
                                 fprintf(stderr, "pc-kv: -m '%s': expected megabytes >= 1\n",
                                         optarg);
                                 return 2;
                         }
                         break;
                 case 't':
-                        if (parse_ulong(optarg, 1, PC_MAX_WORKERS, &v)) {
+                        if (app_parse_uint(optarg, 1, PC_MAX_WORKERS, &v)) {
                                 fprintf(stderr, "pc-kv: -t '%s': expected 1..%d\n", optarg,
                                         PC_MAX_WORKERS);
                                 return 2;
@@ -891,7 +878,7 @@ int main(int argc, char **argv)
                         cfg.workers = (unsigned)v;
                         break;
                 case 'c':
-                        if (parse_ulong(optarg, 1, 1000000, &max_conns)) {
+                        if (app_parse_uint(optarg, 1, 1000000, &max_conns)) {
                                 fprintf(stderr, "pc-kv: -c '%s': expected 1..1000000\n", optarg);
                                 return 2;
                         }

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Command-line helpers the apps share: strict number parsing, so a bad
+ * flag value is always a clear error (exit 2), never a guess.
+ */
+#ifndef PC_APP_CLI_H
+#define PC_APP_CLI_H
+
+#include <errno.h>
+#include <stdlib.h>
+
+/* A decimal integer in [lo, hi], nothing else. 0, or -1 for bad input. */
+static inline int app_parse_uint(const char *s, unsigned long lo, unsigned long hi,
+                                 unsigned long *out)
+{
+        char *end;
+        unsigned long v;
+
+        if (s[0] < '0' || s[0] > '9')
+                return -1;
+        errno = 0;
+        v = strtoul(s, &end, 10);
+        if (errno || *end || v < lo || v > hi)
+                return -1;
+        *out = v;
+        return 0;
+}
+
+/* Seconds, > 0 and under a million days' worth. 0, or -1 for bad input. */
+static inline int app_parse_seconds(const char *s, double *out)
+{
+        char *end;
+        double v;
+
+        errno = 0;
+        v = strtod(s, &end);
+        if (errno || end == s || *end || !(v > 0 && v < 1e6))
+                return -1;
+        *out = v;
+        return 0;
+}
+
+#endif
