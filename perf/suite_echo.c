@@ -12,128 +12,39 @@
  * default adaptive idle (spin briefly, then park) rather than the bench's
  * usual polling, which would take the generator's CPU.
  */
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "bench.h"
+#include "lgen.h"
 #include "pc_knet.h"
 #include "peers/epoll_echo.h"
 
 #define REQ 64
 #define CONNS 64
-#define CLIENT_THREADS 1
 
-struct lconn {
-        int fd;
-        size_t got;
-};
-
-struct lgen {
-        uint16_t port;
-        uint64_t duration_ns;
-        uint64_t requests;
-        int err;
-};
-
-/* One client thread: CONNS / CLIENT_THREADS connections in ping-pong. */
-static void *lgen_thread(void *arg)
+static size_t echo_request(void *ctx, unsigned conn, uint64_t *seed, char *buf, size_t cap)
 {
-        struct lgen *g = arg;
-        unsigned n = CONNS / CLIENT_THREADS;
-        struct lconn *c = calloc(n, sizeof(*c));
-        char req[REQ], buf[4096];
-        int ep = epoll_create1(0);
-        uint64_t end, reqs = 0;
-
-        memset(req, 'r', sizeof(req));
-        if (c == NULL || ep < 0) {
-                g->err = -ENOMEM;
-                goto out;
-        }
-        for (unsigned i = 0; i < n; i++) {
-                struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(g->port)};
-                struct epoll_event ev = {.events = EPOLLIN, .data.u32 = i};
-                int one = 1;
-
-                sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-                c[i].fd = socket(AF_INET, SOCK_STREAM, 0);
-                if (c[i].fd < 0 || connect(c[i].fd, (struct sockaddr *)&sa, sizeof(sa))) {
-                        g->err = -errno;
-                        goto out;
-                }
-                setsockopt(c[i].fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-                epoll_ctl(ep, EPOLL_CTL_ADD, c[i].fd, &ev);
-                if (send(c[i].fd, req, REQ, MSG_NOSIGNAL) != REQ) {
-                        g->err = -EIO;
-                        goto out;
-                }
-        }
-        end = pc_now_ns() + g->duration_ns;
-        while (pc_now_ns() < end) {
-                struct epoll_event evs[64];
-                int k = epoll_wait(ep, evs, 64, 100);
-
-                for (int i = 0; i < k; i++) {
-                        struct lconn *x = &c[evs[i].data.u32];
-                        ssize_t r = recv(x->fd, buf, sizeof(buf), MSG_DONTWAIT);
-
-                        if (r <= 0) {
-                                if (r < 0 && errno == EAGAIN)
-                                        continue;
-                                g->err = -EPIPE;
-                                goto out;
-                        }
-                        x->got += (size_t)r;
-                        if (x->got >= REQ) {
-                                x->got -= REQ;
-                                reqs++;
-                                if (send(x->fd, req, REQ, MSG_NOSIGNAL) != REQ) {
-                                        g->err = -EIO;
-                                        goto out;
-                                }
-                        }
-                }
-        }
-out:
-        g->requests = reqs;
-        for (unsigned i = 0; c && i < n; i++)
-                if (c[i].fd > 0)
-                        close(c[i].fd);
-        free(c);
-        if (ep >= 0)
-                close(ep);
-        return NULL;
+        (void)ctx;
+        (void)conn;
+        (void)seed;
+        (void)cap;
+        memset(buf, 'r', REQ);
+        return REQ;
 }
 
-/* Drive @port for @o->duration; returns requests completed or -errno. */
-static double lgen_run(const struct bench_opts *o, uint16_t port)
+static bool echo_done(void *ctx, unsigned conn, const char *buf, size_t len)
 {
-        struct lgen g[CLIENT_THREADS];
-        pthread_t t[CLIENT_THREADS];
-        double total = 0;
-        int err = 0;
-
-        for (unsigned i = 0; i < CLIENT_THREADS; i++) {
-                g[i] = (struct lgen){.port = port, .duration_ns = (uint64_t)(o->duration * 1e9)};
-                pthread_create(&t[i], NULL, lgen_thread, &g[i]);
-        }
-        for (unsigned i = 0; i < CLIENT_THREADS; i++) {
-                pthread_join(t[i], NULL);
-                total += (double)g[i].requests;
-                if (g[i].err)
-                        err = g[i].err;
-        }
-        return err ? err : total;
+        (void)ctx;
+        (void)conn;
+        (void)buf;
+        return len >= REQ;
 }
+
+static const struct lgen_proto echo_proto = {.request = echo_request, .reply_done = echo_done};
 
 /* ---- percore ------------------------------------------------------------- */
 
@@ -157,7 +68,7 @@ static void *pc_driver(void *arg)
 {
         struct pc_run *r = arg;
 
-        r->result = lgen_run(r->o, r->port);
+        r->result = lgen_run(r->port, CONNS, r->o->duration, &echo_proto);
         pc_runtime_stop(r->rt);
         return NULL;
 }
@@ -220,7 +131,7 @@ static double epoll_run(const struct bench_opts *o, enum pc_mode mode, unsigned 
         rc = epoll_echo_start(*workers, &port, &e);
         if (rc)
                 return rc;
-        v = lgen_run(o, port);
+        v = lgen_run(port, CONNS, o->duration, &echo_proto);
         epoll_echo_stop(e);
         return v < 0 ? v : v / *workers / o->duration;
 }

@@ -17,137 +17,54 @@
 #include <libgen.h>
 #include <limits.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "bench.h"
+#include "lgen.h"
 
 #define KV_CONNS 32
 #define KV_KEYS 10000
 #define KV_VALUE 32
 #define KV_PORT_BASE 23000
 
-struct kconn {
-        int fd;
-        bool is_get;
-        size_t got;
-        char buf[256];
-};
+/* Per connection: whether its request in flight is a get. */
+static bool kv_is_get[LGEN_MAX_CONNS];
 
-struct kgen {
-        uint16_t port;
-        uint64_t duration_ns;
-        uint64_t ops;
-        int err;
-};
-
-static int send_req(struct kconn *c, uint64_t *seed)
+static size_t kv_request(void *ctx, unsigned conn, uint64_t *seed, char *buf, size_t cap)
 {
-        char req[128];
-        int n;
         unsigned key;
+        int n;
 
+        (void)ctx;
         *seed = *seed * 6364136223846793005ull + 1442695040888963407ull;
         key = (unsigned)(*seed >> 33) % KV_KEYS;
-        if (c->is_get)
-                n = snprintf(req, sizeof(req), "get k%05u\r\n", key);
+        kv_is_get[conn] = !kv_is_get[conn];
+        if (kv_is_get[conn])
+                n = snprintf(buf, cap, "get k%05u\r\n", key);
         else
-                n = snprintf(req, sizeof(req), "set k%05u 0 0 %d\r\n%0*u\r\n", key, KV_VALUE,
+                n = snprintf(buf, cap, "set k%05u 0 0 %d\r\n%0*u\r\n", key, KV_VALUE,
                              KV_VALUE, key);
-        c->got = 0;
-        return send(c->fd, req, (size_t)n, MSG_NOSIGNAL) == n ? 0 : -EIO;
+        return (size_t)n;
 }
 
 /* A whole reply: "STORED\r\n" for a set, anything ending in "END\r\n" for
  * a get (a hit carries the VALUE line and data before it). */
-static bool reply_done(const struct kconn *c)
+static bool kv_done(void *ctx, unsigned conn, const char *buf, size_t len)
 {
-        if (!c->is_get)
-                return c->got >= 8;
-        return c->got >= 5 && memcmp(c->buf + c->got - 5, "END\r\n", 5) == 0;
+        (void)ctx;
+        if (!kv_is_get[conn])
+                return len >= 8;
+        return len >= 5 && memcmp(buf + len - 5, "END\r\n", 5) == 0;
 }
 
-static void *kgen_thread(void *arg)
-{
-        struct kgen *g = arg;
-        struct kconn *c = calloc(KV_CONNS, sizeof(*c));
-        int ep = epoll_create1(0);
-        uint64_t end, ops = 0, seed = 0x9E3779B97F4A7C15ull;
-
-        if (c == NULL || ep < 0) {
-                g->err = -ENOMEM;
-                goto out;
-        }
-        for (unsigned i = 0; i < KV_CONNS; i++) {
-                struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(g->port)};
-                struct epoll_event ev = {.events = EPOLLIN, .data.u32 = i};
-                int one = 1;
-
-                sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-                c[i].fd = socket(AF_INET, SOCK_STREAM, 0);
-                if (c[i].fd < 0 || connect(c[i].fd, (struct sockaddr *)&sa, sizeof(sa))) {
-                        g->err = -errno;
-                        goto out;
-                }
-                setsockopt(c[i].fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-                epoll_ctl(ep, EPOLL_CTL_ADD, c[i].fd, &ev);
-                c[i].is_get = i % 2;
-                if (send_req(&c[i], &seed)) {
-                        g->err = -EIO;
-                        goto out;
-                }
-        }
-        end = pc_now_ns() + g->duration_ns;
-        while (pc_now_ns() < end) {
-                struct epoll_event evs[KV_CONNS];
-                int k = epoll_wait(ep, evs, KV_CONNS, 100);
-
-                for (int i = 0; i < k; i++) {
-                        struct kconn *x = &c[evs[i].data.u32];
-                        ssize_t r = recv(x->fd, x->buf + x->got, sizeof(x->buf) - x->got,
-                                         MSG_DONTWAIT);
-
-                        if (r <= 0) {
-                                if (r < 0 && errno == EAGAIN)
-                                        continue;
-                                g->err = -EPIPE;
-                                goto out;
-                        }
-                        x->got += (size_t)r;
-                        if (!reply_done(x)) {
-                                if (x->got == sizeof(x->buf)) {
-                                        g->err = -EPROTO;
-                                        goto out;
-                                }
-                                continue;
-                        }
-                        ops++;
-                        x->is_get = !x->is_get;
-                        if (send_req(x, &seed)) {
-                                g->err = -EIO;
-                                goto out;
-                        }
-                }
-        }
-out:
-        g->ops = ops;
-        for (unsigned i = 0; c && i < KV_CONNS; i++)
-                if (c[i].fd > 0)
-                        close(c[i].fd);
-        free(c);
-        if (ep >= 0)
-                close(ep);
-        return NULL;
-}
+static const struct lgen_proto kv_proto = {.request = kv_request, .reply_done = kv_done};
 
 static const char *pc_kv_path(void)
 {
@@ -196,8 +113,7 @@ static double kv_run(const struct bench_opts *o, enum pc_mode mode, unsigned *wo
         unsigned n = o->workers ? o->workers : 1;
         uint16_t port = (uint16_t)(KV_PORT_BASE + (x->memcached ? 500 : 0) + x->runs++ % 400);
         char ports[16], threads[16];
-        struct kgen g = {.port = port, .duration_ns = (uint64_t)(o->duration * 1e9)};
-        pthread_t t;
+        double ops = 0;
         pid_t pid;
         int rc, status;
 
@@ -225,16 +141,17 @@ static double kv_run(const struct bench_opts *o, enum pc_mode mode, unsigned *wo
         }
         rc = wait_port(port, pid);
         if (rc == 0) {
-                pthread_create(&t, NULL, kgen_thread, &g);
-                pthread_join(t, NULL);
-                rc = g.err;
+                memset(kv_is_get, 0, sizeof(kv_is_get));
+                ops = lgen_run(port, KV_CONNS, o->duration, &kv_proto);
+                if (ops < 0)
+                        rc = (int)ops;
         }
         kill(pid, SIGTERM);
         waitpid(pid, &status, 0);
         *workers = n;
         if (rc)
                 return rc;
-        return (double)g.ops / n / o->duration;
+        return ops / n / o->duration;
 }
 
 static bool have_memcached(void)
