@@ -244,7 +244,6 @@ struct pc_runtime {
         _Atomic int stop_req PC_ALIGNED;
         _Atomic int done;
         _Atomic int running;
-        _Atomic int main_done;
         struct pc_task main_task;
         struct pc__module *modules; /* in the order they were added */
 
@@ -274,18 +273,22 @@ extern __thread struct pc_worker *pc__self;
  * Stopping ends only once every worker's counts balance. Calling worker
  * only.
  */
+/* Add to a counter only its owner writes (others read it): a relaxed load
+ * and store, no read-modify-write on the owner's path. */
+static inline void pc__owner_add(_Atomic uint64_t *c, uint64_t n)
+{
+        atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
+                              memory_order_relaxed);
+}
+
 static inline void pc__count_sent(struct pc_worker *w, uint64_t n)
 {
-        atomic_store_explicit(&w->sent,
-                              atomic_load_explicit(&w->sent, memory_order_relaxed) + n,
-                              memory_order_relaxed);
+        pc__owner_add(&w->sent, n);
 }
 
 static inline void pc__count_recv(struct pc_worker *w, uint64_t n)
 {
-        atomic_store_explicit(&w->recv,
-                              atomic_load_explicit(&w->recv, memory_order_relaxed) + n,
-                              memory_order_relaxed);
+        pc__owner_add(&w->recv, n);
 }
 
 /* runtime.c: a launched worker thread's body (names the thread, runs the
@@ -340,7 +343,6 @@ void pc__timers_drop(struct pc_worker *w);
 void pc__log_set_level(enum pc_log_level level);
 
 /* stats.c */
-void pc__stats_publish(struct pc_worker *w);
 
 static inline uint64_t pc__now(void)
 {

@@ -20,27 +20,6 @@ static char *dup_or_null(const char *s)
         return s ? strdup(s) : NULL;
 }
 
-/* Render the CPUs of @set as a list ("0-3,8") for messages. */
-static void format_cpus(const uint64_t *set, char *buf, size_t len)
-{
-        size_t off = 0;
-        int start = -1;
-
-        buf[0] = '\0';
-        for (int c = 0; c <= PC_MAX_CPUS && off < len; c++) {
-                bool in = c < PC_MAX_CPUS && (set[c / 64] >> (c % 64) & 1);
-                if (in && start < 0)
-                        start = c;
-                if (!in && start >= 0) {
-                        off += (size_t)snprintf(buf + off, len - off, "%s%d", off ? "," : "",
-                                                start);
-                        if (c - 1 > start && off < len)
-                                off += (size_t)snprintf(buf + off, len - off, "-%d", c - 1);
-                        start = -1;
-                }
-        }
-}
-
 static bool in_set(const uint64_t *set, int c)
 {
         return set[c / 64] >> (c % 64) & 1;
@@ -83,7 +62,7 @@ static int choose_cpus(struct pc_runtime *rt, char *err, size_t errlen)
                 snprintf(err, errlen, "sched_getaffinity: %s", pc_strerror(rc));
                 return rc;
         }
-        format_cpus(affinity, a, sizeof(a));
+        pc_cpulist_format(affinity, PC_MAX_CPUS, a, sizeof(a));
         if (rt->cfg.cpus) {
                 if (pc_cpulist_parse(rt->cfg.cpus, want, PC_MAX_CPUS) < 0) {
                         snprintf(err, errlen, "PERCORE_CPUS='%s' is not a valid CPU list",

@@ -174,12 +174,7 @@ static struct pc_task *search(struct pc_worker *w)
                                 continue;
                         }
                         w->ls.stolen += got;
-                        atomic_store_explicit(
-                                &w->stats.steals_from[v],
-                                atomic_load_explicit(&w->stats.steals_from[v],
-                                                     memory_order_relaxed) +
-                                        got,
-                                memory_order_relaxed);
+                        pc__owner_add(&w->stats.steals_from[v], got);
                         keep_stolen(w, buf, got);
                         /* More where that came from: bring in the nearest
                          * sleeper, one on another node too if the backlog

@@ -92,13 +92,6 @@ void pc_worker_wake(struct pc_runtime *rt, unsigned w)
                 pc__wake(rt->workers[w]);
 }
 
-static inline void count(_Atomic uint64_t *c, uint64_t n)
-{
-        /* Owner-only counter: a relaxed load and store, no RMW. */
-        atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
-                              memory_order_relaxed);
-}
-
 /* Move tasks other workers sent into the run queue, oldest first. */
 static unsigned drain_inbox(struct pc_worker *w)
 {
@@ -160,7 +153,7 @@ static struct pc_task *take_injector(struct pc_worker *w)
                 next = t->next;
                 pc__push_local(w, t);
         }
-        count(&w->inj_recv, n);
+        pc__owner_add(&w->inj_recv, n);
         w->ls.tasks_inject += n;
         if (len > n) {
                 /* More is waiting: pass the baton to a sleeping worker. */
@@ -419,11 +412,6 @@ static inline void publish(struct pc_worker *w)
                                       memory_order_relaxed);
                 atomic_store_explicit(&s->searches, l->searches, memory_order_relaxed);
         }
-}
-
-void pc__stats_publish(struct pc_worker *w)
-{
-        publish(w);
 }
 
 /* Nothing to do this iteration. Returns true when the worker must exit. */
