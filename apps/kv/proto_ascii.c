@@ -25,6 +25,7 @@ static const char *const cmd_names[] = {
         [KV_DECR] = "decr",       [KV_TOUCH] = "touch",     [KV_FLUSH_ALL] = "flush_all",
         [KV_VERSION] = "version", [KV_VERBOSITY] = "verbosity", [KV_QUIT] = "quit",
         [KV_STATS] = "stats",
+        [KV_NOOP] = "noop",
 };
 
 const char *kv_cmd_name(enum kv_cmd cmd)

@@ -48,6 +48,13 @@ enum kv_cmd {
         KV_VERBOSITY,
         KV_QUIT,
         KV_STATS,
+        KV_NOOP, /**< binary only: a reply that flushes quiet ones */
+};
+
+/** The wire protocol a request came in (and its reply goes out) in. */
+enum kv_proto {
+        KV_PROTO_ASCII,
+        KV_PROTO_BINARY,
 };
 
 /** The error replies, with their "\r\n". */
@@ -81,6 +88,20 @@ struct kv_req {
          *  value is being swallowed, the reply is KV_ERR_TOO_LARGE, and
          *  memcached drops the key's old value (for set). */
         bool too_large;
+        /* Binary protocol only (proto == KV_PROTO_BINARY). A binary get
+         * carries its one key in key/keylen and also in keys/keys_len with
+         * nkeys = 1, so kv_req_next_key() works for both protocols. A set,
+         * add or replace with a non-zero cas is parsed as KV_CAS with
+         * @base_cmd the command sent. */
+        uint8_t proto;    /**< enum kv_proto */
+        uint8_t opcode;   /**< the request's opcode, echoed in the reply */
+        uint8_t base_cmd; /**< binary KV_CAS: the enum kv_cmd sent (set/add/replace) */
+        bool quiet;       /**< quiet variant: no reply on success (get family: on a miss) */
+        bool want_key;    /**< getk, getkq, gatk, gatkq: the reply carries the key */
+        bool no_create;   /**< incr/decr with expiration 0xffffffff: a missing key is NOT_FOUND */
+        uint32_t opaque;  /**< echoed in the reply */
+        uint64_t initial; /**< incr/decr: the value stored when the key is missing */
+        uint32_t level;   /**< verbosity */
 };
 
 /** The parser's state between calls: bytes of a refused value still to skip. */
