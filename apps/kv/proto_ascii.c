@@ -174,6 +174,15 @@ bool kv_req_next_key(const struct kv_req *req, size_t *pos, const char **key, si
 {
         size_t i = *pos, start;
 
+        if (req->proto == KV_PROTO_BINARY) {
+                /* A binary key is any bytes, spaces included: one key. */
+                if (i > 0 || req->keys_len == 0)
+                        return false;
+                *key = req->keys;
+                *keylen = req->keys_len;
+                *pos = req->keys_len;
+                return true;
+        }
         while (i < req->keys_len && req->keys[i] == ' ')
                 i++;
         if (i == req->keys_len) {

@@ -134,6 +134,7 @@ enum kv_parse_rc kv_parse(struct kv_parser *p, const char *buf, size_t len, stru
 /**
  * Iterate the keys of a get-family request: *@pos starts at 0; each call
  * sets @key/@keylen to the next key and returns false after the last.
+ * A binary request's one key is returned whole, spaces and all.
  */
 bool kv_req_next_key(const struct kv_req *req, size_t *pos, const char **key, size_t *keylen);
 
