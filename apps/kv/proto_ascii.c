@@ -304,16 +304,20 @@ static enum kv_parse_rc parse_line(const char *line, size_t len, struct kv_req *
                         return fail(err, KV_ERR_FORMAT);
                 return KV_PARSE_OK;
         case KV_VERBOSITY:
+                /* "verbosity noreply" is memcached's way to say nothing at all:
+                 * its bad level is an error that noreply silences. */
+                if (n == 2 && req->noreply)
+                        return KV_PARSE_OK;
                 if (n - req->noreply != 2)
                         return fail(err, KV_ERR_UNKNOWN);
                 if (!parse_u64(&t[1], UINT32_MAX, &v))
                         return fail(err, KV_ERR_FORMAT);
-                req->delta = v;
+                req->level = (uint32_t)v;
                 return KV_PARSE_OK;
         case KV_VERSION:
         case KV_QUIT:
-                if (n != 1)
-                        return fail(err, KV_ERR_UNKNOWN);
+                /* memcached 1.6 ignores whatever follows these two. */
+                req->noreply = false;
                 return KV_PARSE_OK;
         case KV_STATS:
                 /* The subcommand, if any, is left to the caller in key. */

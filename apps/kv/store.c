@@ -85,6 +85,21 @@ void kv_store_stats(const struct kv_store *s, struct kv_store_stats *out)
 
 /* memcached's realtime(): 0 never; negative already gone; up to 30 days
  * relative; beyond, an absolute unix time. -1 is "expired" for any clock. */
+void kv_store_stats_reset(struct kv_store *s)
+{
+        struct kv_store_stats keep = s->st;
+
+        memset(&s->st, 0, sizeof(s->st));
+        s->st.curr_items = keep.curr_items;
+        s->st.bytes = keep.bytes;
+        s->st.limit_maxbytes = keep.limit_maxbytes;
+}
+
+int64_t kv_store_oldest(const struct kv_store *s)
+{
+        return s->lru_tail ? s->lru_tail->stime : 0;
+}
+
 static int64_t abs_exptime(int64_t e, int64_t now)
 {
         if (e == 0)
@@ -302,6 +317,8 @@ enum kv_store_rc kv_store_update(struct kv_store *s, int mode, const char *key, 
         case KV_PREPEND:
                 if (old == NULL)
                         return KV_NOT_STORED;
+                if (mode != KV_REPLACE && cas && old->cas != cas)
+                        return KV_EXISTS;
                 break;
         case KV_CAS:
                 if (old == NULL) {
@@ -341,7 +358,7 @@ enum kv_store_rc kv_store_update(struct kv_store *s, int mode, const char *key, 
         return KV_STORED;
 }
 
-enum kv_store_rc kv_store_delete(struct kv_store *s, const char *key, size_t klen)
+enum kv_store_rc kv_store_delete(struct kv_store *s, const char *key, size_t klen, uint64_t cas)
 {
         struct kv_item *it = find(s, key, klen, kv_store_now(s));
 
@@ -349,9 +366,21 @@ enum kv_store_rc kv_store_delete(struct kv_store *s, const char *key, size_t kle
                 s->st.delete_misses++;
                 return KV_NOT_FOUND;
         }
+        if (cas && it->cas != cas)
+                return KV_EXISTS;
         s->st.delete_hits++;
         unlink_item(s, it);
         return KV_DELETED;
+}
+
+const struct kv_item *kv_store_peek(struct kv_store *s, const char *key, size_t klen)
+{
+        return find(s, key, klen, kv_store_now(s));
+}
+
+uint64_t kv_store_last_cas(const struct kv_store *s)
+{
+        return s->next_cas;
 }
 
 enum kv_store_rc kv_store_touch(struct kv_store *s, const char *key, size_t klen,

@@ -86,12 +86,24 @@ const struct kv_item *kv_store_gat(struct kv_store *s, const char *key, size_t k
                                    int64_t exptime);
 
 /** set, add, replace, append, prepend, cas: @mode is one of those
- *  commands' enum kv_cmd values from proto_ascii.h; @cas only for cas. */
+ *  commands' enum kv_cmd values from proto_ascii.h; @cas for cas, and for
+ *  append/prepend when non-zero (binary protocol: must match, else
+ *  KV_EXISTS). */
 enum kv_store_rc kv_store_update(struct kv_store *s, int mode, const char *key, size_t klen,
                                  uint32_t flags, int64_t exptime, const void *val, size_t vlen,
                                  uint64_t cas);
 
-enum kv_store_rc kv_store_delete(struct kv_store *s, const char *key, size_t klen);
+/** delete; a non-zero @cas must match the item's (else KV_EXISTS), as the
+ *  binary protocol's delete. */
+enum kv_store_rc kv_store_delete(struct kv_store *s, const char *key, size_t klen, uint64_t cas);
+
+/** The live item for @key without counting a get or bumping the LRU;
+ *  NULL otherwise. Valid until the next call. */
+const struct kv_item *kv_store_peek(struct kv_store *s, const char *key, size_t klen);
+
+/** The cas unique value given by the last successful write (what the
+ *  binary protocol returns in a write's reply). */
+uint64_t kv_store_last_cas(const struct kv_store *s);
 enum kv_store_rc kv_store_touch(struct kv_store *s, const char *key, size_t klen,
                                 int64_t exptime);
 
@@ -106,6 +118,13 @@ void kv_store_flush(struct kv_store *s, int64_t delay);
 
 /** Copy the counters. */
 void kv_store_stats(const struct kv_store *s, struct kv_store_stats *out);
+
+/** stats reset: zero the cumulative counters (not curr_items, bytes or
+ *  limit_maxbytes). */
+void kv_store_stats_reset(struct kv_store *s);
+
+/** When the least recently used item was stored; 0 when empty. */
+int64_t kv_store_oldest(const struct kv_store *s);
 
 /** The clock's current time. */
 int64_t kv_store_now(const struct kv_store *s);

@@ -7,15 +7,15 @@ set -euo pipefail
 bin=$1
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-for bad in "-p 70000" "-p 0" "-t 0" "-m 0" "-m x" "-I 12q" "-I 10" "-c 0" "-l 1.2.3" \
-        "-U 11211" "--backend dpdk" "--nope" "extra"; do
+for bad in "-p 70000" "-p 0 -U 0" "-U -1" "-t 0" "-m 0" "-m x" "-I 12q" "-I 10" "-c 0" \
+        "-l 1.2.3" "--backend dpdk" "--backend x" "--nope" "extra"; do
         rc=0
         # shellcheck disable=SC2086
         "$bin" $bad >/dev/null 2>&1 || rc=$?
         [ "$rc" = 2 ] || fail "'$bad' exited $rc, expected 2"
 done
 "$bin" --help | grep -q "usage: pc-kv" || fail "--help"
-"$bin" --help | grep -q "UDP is not implemented" || fail "--help says UDP is not there"
+"$bin" --help | grep -q -- "--backend B" || fail "--help lists --backend"
 
 out=$(mktemp)
 pid=

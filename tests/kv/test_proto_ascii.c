@@ -234,11 +234,15 @@ static void test_other_commands(void **state)
         expect_err("flush_all 1 2 3\r\n", KV_ERR_UNKNOWN);
 
         expect_ok("version\r\n", KV_VERSION, &r);
-        expect_err("version x\r\n", KV_ERR_UNKNOWN);
+        expect_ok("version x y\r\n", KV_VERSION, &r); /* memcached ignores the rest */
         expect_ok("verbosity 1\r\n", KV_VERBOSITY, &r);
         expect_ok("verbosity 1 noreply\r\n", KV_VERBOSITY, &r);
         assert_true(r.noreply);
+        assert_int_equal(r.level, 1);
+        expect_ok("verbosity noreply\r\n", KV_VERBOSITY, &r); /* silent, as memcached */
+        assert_true(r.noreply);
         expect_err("verbosity\r\n", KV_ERR_UNKNOWN);
+        expect_err("verbosity foo bar my\r\n", KV_ERR_UNKNOWN);
         expect_ok("quit\r\n", KV_QUIT, &r);
         expect_ok("stats\r\n", KV_STATS, &r);
         assert_int_equal(r.keylen, 0);

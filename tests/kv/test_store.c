@@ -59,8 +59,8 @@ static void test_commands(void **state)
         assert_int_equal(set(s, KV_PREPEND, "b", "12", 0, 0), KV_STORED);
         assert_true(has(s, "b", "12345"));
         assert_int_equal(set(s, KV_APPEND, "zz", "x", 0, 0), KV_NOT_STORED);
-        assert_int_equal(kv_store_delete(s, "b", 1), KV_DELETED);
-        assert_int_equal(kv_store_delete(s, "b", 1), KV_NOT_FOUND);
+        assert_int_equal(kv_store_delete(s, "b", 1, 0), KV_DELETED);
+        assert_int_equal(kv_store_delete(s, "b", 1, 0), KV_NOT_FOUND);
         assert_int_equal(kv_store_touch(s, "a", 1, 10), KV_TOUCHED);
         assert_int_equal(kv_store_touch(s, "b", 1, 10), KV_NOT_FOUND);
         kv_store_stats(s, &st);
@@ -69,6 +69,15 @@ static void test_commands(void **state)
         assert_int_equal(st.delete_hits, 1);
         assert_int_equal(st.delete_misses, 1);
         assert_true(st.get_hits >= 4);
+        assert_true(kv_store_oldest(s) > 0);
+        kv_store_stats_reset(s);
+        kv_store_stats(s, &st);
+        assert_int_equal(st.curr_items, 1); /* kept */
+        assert_int_equal(st.bytes, kv_store_item_size(1, 1));
+        assert_int_equal(st.delete_hits, 0); /* zeroed */
+        assert_int_equal(st.get_hits, 0);
+        kv_store_flush(s, 0);
+        assert_int_equal(kv_store_oldest(s), 0);
         kv_store_destroy(s);
 }
 
@@ -93,6 +102,15 @@ static void test_cas(void **state)
         assert_int_equal(kv_store_get(s, "k", 1)->cas, c2);
         set(s, KV_APPEND, "k", "!", 0, 0);
         assert_int_equal(set(s, KV_CAS, "k", "v4", 0, c2), KV_EXISTS);
+        /* The binary protocol's checked append and delete; the reply's cas. */
+        c1 = kv_store_last_cas(s);
+        assert_int_equal(kv_store_peek(s, "k", 1)->cas, c1);
+        assert_int_equal(set(s, KV_APPEND, "k", "?", 0, c1 + 1), KV_EXISTS);
+        assert_int_equal(set(s, KV_PREPEND, "k", "?", 0, c1), KV_STORED);
+        assert_true(has(s, "k", "?v2!"));
+        assert_int_equal(kv_store_delete(s, "k", 1, c1), KV_EXISTS);
+        assert_int_equal(kv_store_delete(s, "k", 1, kv_store_last_cas(s)), KV_DELETED);
+        assert_null(kv_store_peek(s, "k", 1));
         kv_store_destroy(s);
 }
 
@@ -259,7 +277,7 @@ static void test_many_keys(void **state)
         assert_int_equal(st.curr_items, (uint64_t)n);
         for (int i = 0; i < n; i += 2) {
                 snprintf(key, sizeof(key), "key:%d", i);
-                assert_int_equal(kv_store_delete(s, key, strlen(key)), KV_DELETED);
+                assert_int_equal(kv_store_delete(s, key, strlen(key), 0), KV_DELETED);
         }
         kv_store_stats(s, &st);
         assert_int_equal(st.curr_items, (uint64_t)(n / 2));

@@ -1,0 +1,347 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Where a request runs, and replies kept in request order per sink.
+ *
+ * A request whose key this worker owns runs here and now; any other goes
+ * to the owner by pc_call() with its own copy of the key and value, and
+ * its reply comes back as bytes. Each reply that cannot be written at
+ * once takes a place (struct pending) in the sink's queue; the queue is
+ * sent from its head as places fill. A multi-key get takes one place with
+ * a part per key, so its values come out in key order whichever shard
+ * answers first.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kv_pvt.h"
+#include "pc_shard.h"
+
+/* A reply place: parts filled in any order, sent in order once all are. */
+struct pending {
+        struct pending *next;
+        unsigned nparts, waiting;
+        bool end; /* followed by "END\r\n" (the ASCII get family) */
+        struct buf parts[];
+};
+
+struct pending *kv_pending_add(struct kv_sink *k, unsigned nparts)
+{
+        struct pending *pd = calloc(1, sizeof(*pd) + nparts * sizeof(struct buf));
+
+        if (pd == NULL) {
+                k->out.oom = true;
+                return NULL;
+        }
+        pd->nparts = nparts;
+        pd->waiting = nparts;
+        if (k->tail)
+                k->tail->next = pd;
+        else
+                k->head = pd;
+        k->tail = pd;
+        return pd;
+}
+
+static void pending_free(struct pending *pd)
+{
+        for (unsigned i = 0; i < pd->nparts; i++)
+                buf_free(&pd->parts[i]);
+        free(pd);
+}
+
+void kv_sink_fini(struct kv_sink *k)
+{
+        while (k->head) {
+                struct pending *n = k->head->next;
+
+                pending_free(k->head);
+                k->head = n;
+        }
+        k->tail = NULL;
+        buf_free(&k->out);
+}
+
+void kv_sink_unref(struct kv_sink *k)
+{
+        if (--k->refs == 0 && k->dead)
+                k->ops->release(k);
+}
+
+void kv_sink_kill(struct kv_sink *k)
+{
+        k->dead = true;
+        if (k->refs == 0)
+                k->ops->release(k);
+}
+
+static bool sink_send(struct kv_sink *k, struct buf *b)
+{
+        if (b->oom) {
+                /* A reply we could not build: the stream is broken. */
+                return k->ops->send(k, NULL, 0);
+        }
+        return b->len == 0 || k->ops->send(k, b->p, b->len);
+}
+
+void kv_sink_flush(struct kv_sink *k)
+{
+        if (k->dead)
+                return;
+        if (!sink_send(k, &k->out))
+                return;
+        k->out.len = 0;
+        while (k->head && k->head->waiting == 0) {
+                struct pending *pd = k->head;
+
+                for (unsigned i = 0; i < pd->nparts; i++)
+                        if (!sink_send(k, &pd->parts[i]))
+                                return;
+                if (pd->end && !k->ops->send(k, "END\r\n", 5))
+                        return;
+                k->head = pd->next;
+                if (k->head == NULL)
+                        k->tail = NULL;
+                pending_free(pd);
+        }
+        if (k->head == NULL)
+                k->ops->drained(k);
+}
+
+struct buf *kv_sink_slot(struct kv_sink *k)
+{
+        struct pending *pd;
+
+        if (k->head == NULL)
+                return &k->out;
+        pd = kv_pending_add(k, 1);
+        if (pd == NULL)
+                return NULL;
+        pd->waiting = 0;
+        return &pd->parts[0];
+}
+
+void kv_pending_fill(struct kv_sink *k, struct pending *pd, unsigned part, struct buf *b)
+{
+        if (k->dead) {
+                buf_free(b);
+                return;
+        }
+        buf_free(&pd->parts[part]);
+        pd->parts[part] = *b;
+        memset(b, 0, sizeof(*b));
+        pd->waiting--;
+        if (pd == k->head)
+                kv_sink_flush(k);
+}
+
+/* ---- one key on its owner ------------------------------------------------------------ */
+
+/* A request travelling to its key's owner, with its own copy of the key and value. */
+struct op {
+        struct kv_sink *k;
+        struct pending *pd;
+        unsigned part;
+        struct kv_req req;
+        struct buf out;
+        char bytes[];
+};
+
+static void *op_run(void *arg)
+{
+        struct op *o = arg;
+
+        kv_exec(kv_stores[pc_worker_id()], &o->req, NULL, 0, &o->out);
+        return o;
+}
+
+static void op_done(void *result, void *done_arg)
+{
+        struct op *o = result;
+        struct kv_sink *k = o->k;
+
+        (void)done_arg;
+        kv_pending_fill(k, o->pd, o->part, &o->out);
+        free(o);
+        kv_sink_unref(k);
+}
+
+/* Run @r (with one key, @key) on @owner; the reply fills part @part of @pd. */
+static void run_remote(struct kv_sink *k, struct pending *pd, unsigned part,
+                       const struct kv_req *r, const char *key, size_t klen, unsigned owner)
+{
+        size_t dlen = r->too_large ? 0 : r->dlen;
+        struct op *o = malloc(sizeof(*o) + klen + dlen);
+        struct buf fail = {.oom = true};
+
+        if (o == NULL) {
+                kv_pending_fill(k, pd, part, &fail);
+                return;
+        }
+        memset(o, 0, sizeof(*o));
+        o->k = k;
+        o->pd = pd;
+        o->part = part;
+        o->req = *r;
+        memcpy(o->bytes, key, klen);
+        if (dlen)
+                memcpy(o->bytes + klen, r->data, dlen);
+        o->req.key = o->bytes;
+        o->req.keylen = klen;
+        o->req.data = o->bytes + klen;
+        o->req.keys = NULL;
+        if (pc_call(owner, op_run, o, op_done, NULL)) {
+                free(o);
+                kv_pending_fill(k, pd, part, &fail);
+                return;
+        }
+        k->refs++;
+}
+
+static void dispatch_get(struct kv_sink *k, const struct kv_req *r)
+{
+        unsigned me = (unsigned)pc_worker_id(), i = 0;
+        bool ascii = r->proto == KV_PROTO_ASCII, all_local = true;
+        struct pending *pd;
+        size_t pos = 0, kn;
+        const char *key;
+
+        while (all_local && kv_req_next_key(r, &pos, &key, &kn))
+                all_local = pc_shard_of(key, kn) == me;
+        if (all_local && k->head == NULL) {
+                /* The common case: answered here and now. */
+                pos = 0;
+                while (kv_req_next_key(r, &pos, &key, &kn))
+                        kv_exec(kv_stores[me], r, key, kn, &k->out);
+                if (ascii)
+                        buf_add(&k->out, "END\r\n", 5);
+                return;
+        }
+        pd = kv_pending_add(k, r->nkeys);
+        if (pd == NULL)
+                return;
+        pd->end = ascii;
+        pos = 0;
+        while (kv_req_next_key(r, &pos, &key, &kn)) {
+                unsigned owner = pc_shard_of(key, kn);
+
+                if (owner == me) {
+                        kv_exec(kv_stores[me], r, key, kn, &pd->parts[i]);
+                        pd->waiting--;
+                } else {
+                        run_remote(k, pd, i, r, key, kn, owner);
+                }
+                i++;
+        }
+        if (pd == k->head && pd->waiting == 0)
+                kv_sink_flush(k);
+}
+
+static void dispatch_one(struct kv_sink *k, const struct kv_req *r)
+{
+        unsigned me = (unsigned)pc_worker_id(), owner = pc_shard_of(r->key, r->keylen);
+        struct pending *pd;
+
+        if (owner == me) {
+                struct buf *b = kv_sink_slot(k);
+
+                if (b)
+                        kv_exec(kv_stores[me], r, NULL, 0, b);
+                return;
+        }
+        pd = kv_pending_add(k, 1);
+        if (pd)
+                run_remote(k, pd, 0, r, r->key, r->keylen, owner);
+}
+
+/* ---- flush_all: every shard ------------------------------------------------------------ */
+
+struct flush {
+        struct kv_sink *k;
+        struct pending *pd;
+        struct kv_req req; /* for the reply's shape; no pointers used */
+        unsigned remaining; /* workers still to answer */
+};
+
+static void *flush_run(void *arg)
+{
+        kv_store_flush(kv_stores[pc_worker_id()], ((struct flush *)arg)->req.delay);
+        return arg;
+}
+
+static void flush_done(void *result, void *arg)
+{
+        struct flush *f = arg;
+        struct buf b = {0};
+
+        (void)result;
+        if (--f->remaining)
+                return;
+        kv_reply_done(&f->req, &b);
+        kv_pending_fill(f->k, f->pd, 0, &b);
+        kv_sink_unref(f->k);
+        free(f);
+}
+
+/* This worker's shard is flushed now, inline, so that a request after the
+ * flush on this sink for a key of this shard (also run inline) comes after
+ * it; the other shards through their mailboxes, which keep this sink's
+ * earlier and later requests to them on either side of it. */
+static void dispatch_flush(struct kv_sink *k, const struct kv_req *r)
+{
+        unsigned me = (unsigned)pc_worker_id(), n = pc_runtime_workers(kv_rt);
+        struct flush *f = calloc(1, sizeof(*f));
+
+        if (f == NULL || (f->pd = kv_pending_add(k, 1)) == NULL) {
+                k->out.oom = true;
+                free(f);
+                return;
+        }
+        f->k = k;
+        f->req = *r;
+        f->req.key = f->req.keys = f->req.data = NULL;
+        k->refs++;
+        kv_store_flush(kv_stores[me], r->delay);
+        f->remaining = 1;
+        for (unsigned w = 0; w < n; w++) {
+                if (w == me)
+                        continue;
+                if (pc_call(w, flush_run, f, flush_done, f))
+                        break; /* -ENOMEM: the shards called so far still answer */
+                f->remaining++;
+        }
+        flush_done(NULL, f);
+}
+
+/* ---- every request ---------------------------------------------------------------------- */
+
+void kv_dispatch(struct kv_sink *k, const struct kv_req *r)
+{
+        struct buf *b;
+
+        switch (r->cmd) {
+        case KV_GET:
+        case KV_GETS:
+        case KV_GAT:
+        case KV_GATS:
+                dispatch_get(k, r);
+                return;
+        case KV_FLUSH_ALL:
+                dispatch_flush(k, r);
+                return;
+        case KV_STATS:
+                kv_stats(k, r);
+                return;
+        case KV_VERSION:
+        case KV_VERBOSITY:
+        case KV_QUIT:
+        case KV_NOOP:
+                b = kv_sink_slot(k);
+                if (b)
+                        kv_reply_done(r, b);
+                return;
+        default:
+                dispatch_one(k, r);
+                return;
+        }
+}

@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pc-kv's server internals, shared by its files:
+ *   exec.c     a request run on its key's owner store, the reply written in
+ *              the request's protocol (ASCII or binary)
+ *   dispatch.c where a request runs (here, or the owner worker through
+ *              pc_call) and the per-sink queue that keeps replies in order
+ *   stats.c    "stats" and its groups, summed over the shards
+ *   tcp.c      TCP connections (kernel backend) as sinks
+ *   udp.c      memcached's UDP frames (kernel and DPDK backends) as sinks
+ *   server.c   flags, setup, main
+ *
+ * Threading: every function here runs on a worker; a store is touched by
+ * its owner worker only; a sink by the worker that created it only.
+ */
+#ifndef KV_PVT_H
+#define KV_PVT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "percore.h"
+#include "proto_ascii.h"
+#include "proto_bin.h"
+#include "store.h"
+
+#define KV_VERSION_STRING "1.6.0-pc-kv"
+
+/* ---- byte buffers --------------------------------------------------------------- */
+
+struct buf {
+        char *p;
+        size_t len, cap;
+        bool oom; /* an append failed: the sink closes at the next flush */
+};
+
+void buf_add(struct buf *b, const void *d, size_t n);
+void buf_free(struct buf *b);
+
+static inline void buf_str(struct buf *b, const char *s)
+{
+        size_t n = 0;
+
+        while (s[n])
+                n++;
+        buf_add(b, s, n);
+}
+
+/* ---- the server's settings and per-worker state ----------------------------------- */
+
+struct kv_settings {
+        const char *addr;
+        unsigned long tcp_port, udp_port, mem_mb, max_conns;
+        size_t item_max, mem_total;
+        const char *backend;
+        int verbose;
+        unsigned workers;
+        time_t started;
+};
+
+/** Per-worker connection counters; each written by its worker only. */
+struct kv_wstat {
+        _Alignas(64) uint64_t curr_conns;
+        uint64_t total_conns;
+        uint64_t send_failed;
+        uint64_t udp_requests;
+        uint64_t udp_dropped; /* bad frame header: counted, not answered */
+};
+
+extern struct kv_settings kv_set;
+extern struct pc_runtime *kv_rt;
+extern struct kv_store *kv_stores[PC_MAX_WORKERS];
+extern struct kv_wstat kv_wstats[PC_MAX_WORKERS];
+
+/* ---- exec.c: a request on its owner ------------------------------------------------ */
+
+/** Run @r (one key: @key, or r->key when @key is NULL) on @s, its owner;
+ *  the reply (if any) goes to @out in r->proto. */
+void kv_exec(struct kv_store *s, const struct kv_req *r, const char *key, size_t klen,
+             struct buf *out);
+
+/** A reply to a request that needs no store: version, verbosity, noop,
+ *  quit (binary), flush done; in @r's protocol, nothing when quiet. */
+void kv_reply_done(const struct kv_req *r, struct buf *out);
+
+/** An error reply for @r: @ascii for ASCII, @status for binary (sent even
+ *  for quiet binary requests, as memcached). */
+void kv_reply_error(const struct kv_req *r, const char *ascii, uint16_t status,
+                    struct buf *out);
+
+/* ---- dispatch.c: replies in order per sink ------------------------------------------ */
+
+struct pending;
+struct kv_sink;
+
+struct kv_sink_ops {
+        /** Send ready reply bytes, in order. false: stop (the sink is closing). */
+        bool (*send)(struct kv_sink *k, const char *p, size_t len);
+        /** Every queued reply has been sent (called after each flush that
+         *  leaves the queue empty). */
+        void (*drained)(struct kv_sink *k);
+        /** Free the sink: it is dead and no remote call refers to it. */
+        void (*release)(struct kv_sink *k);
+};
+
+/** Where a stream of requests' replies go, in request order. */
+struct kv_sink {
+        const struct kv_sink_ops *ops;
+        struct buf out;                /* replies ready while the queue is empty */
+        struct pending *head, *tail;   /* replies waiting for other workers */
+        unsigned refs;                 /* remote calls whose done has not run */
+        bool dead;                     /* the transport is gone: drop replies */
+};
+
+/** Run one parsed request; its reply lands in order on @k. */
+void kv_dispatch(struct kv_sink *k, const struct kv_req *r);
+
+/** Send what is ready, in order; calls ops->drained when nothing waits. */
+void kv_sink_flush(struct kv_sink *k);
+
+/** The transport is gone: free now or when the last remote call returns. */
+void kv_sink_kill(struct kv_sink *k);
+
+/** A remote call on @k returned: release a dead sink on the last one. */
+void kv_sink_unref(struct kv_sink *k);
+
+/** Free the queued replies and buffers (for ops->release). */
+void kv_sink_fini(struct kv_sink *k);
+
+/** Where a reply known now goes (NULL: out of memory). */
+struct buf *kv_sink_slot(struct kv_sink *k);
+
+/* ---- stats.c ------------------------------------------------------------------------ */
+
+/** Answer "stats [group]" for @r into a reply place of @k. */
+void kv_stats(struct kv_sink *k, const struct kv_req *r);
+
+/** A place in @k's queue for a reply that some worker fills later
+ *  (kv_pending_fill). NULL: out of memory (k->out.oom is set). */
+struct pending *kv_pending_add(struct kv_sink *k, unsigned nparts);
+
+/** Fill part @part of @pd with @b (taken over) and flush when complete. */
+void kv_pending_fill(struct kv_sink *k, struct pending *pd, unsigned part, struct buf *b);
+
+/* ---- server.c ----------------------------------------------------------------------- */
+
+/** Sum of every worker's store counters (the caller's view: racy for
+ *  other workers' stores unless run on each owner; used at exit). */
+void kv_print_totals(void);
+
+#endif

@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * TCP connections on the kernel backend. The first byte a client sends
+ * picks the protocol for the whole connection, as memcached does: 0x80 is
+ * the binary protocol's request magic, anything else is ASCII.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kv_pvt.h"
+#include "pc_knet.h"
+
+/* An input buffer this much larger than what it holds is given back. */
+#define IN_SHRINK 65536
+
+enum { PROTO_UNKNOWN = -1 };
+
+struct conn {
+        struct kv_sink sink; /* first: the sink callbacks cast back */
+        struct pc_conn *pc;
+        struct kv_parser parser;
+        struct buf in; /* bytes of an incomplete request */
+        int proto;     /* enum kv_proto once the first byte came */
+        bool quitting; /* parse no more; close once the queue drains */
+};
+
+static bool conn_send(struct kv_sink *k, const char *p, size_t len)
+{
+        struct conn *c = (struct conn *)k;
+
+        if (p == NULL) { /* a reply could not be built */
+                pc_conn_close(c->pc);
+                return false;
+        }
+        if (pc_conn_send(c->pc, p, len)) {
+                /* -ENOBUFS: the client let more than the output cap pile up. */
+                kv_wstats[pc_worker_id()].send_failed++;
+                pc_conn_close(c->pc);
+                return false;
+        }
+        return true;
+}
+
+static void conn_drained(struct kv_sink *k)
+{
+        struct conn *c = (struct conn *)k;
+
+        if (c->quitting)
+                pc_conn_close(c->pc);
+}
+
+static void conn_release(struct kv_sink *k)
+{
+        struct conn *c = (struct conn *)k;
+
+        kv_sink_fini(&c->sink);
+        buf_free(&c->in);
+        free(c);
+}
+
+static const struct kv_sink_ops conn_ops = {
+        .send = conn_send,
+        .drained = conn_drained,
+        .release = conn_release,
+};
+
+static void on_accept(struct pc_conn *pc, void *arg)
+{
+        struct conn *c = calloc(1, sizeof(*c));
+        int w = pc_worker_id();
+
+        (void)arg;
+        if (c == NULL) {
+                pc_conn_close(pc);
+                return;
+        }
+        c->sink.ops = &conn_ops;
+        c->pc = pc;
+        c->proto = PROTO_UNKNOWN;
+        kv_parser_init(&c->parser, kv_set.item_max);
+        pc_conn_set_data(pc, c);
+        kv_wstats[w].curr_conns++;
+        kv_wstats[w].total_conns++;
+        if (kv_set.verbose > 1)
+                pc_log(PC_LOG_INFO, "pc-kv: worker %d: new connection", w);
+}
+
+/* Parse and run every complete request in @p[0..@n); returns the bytes used. */
+static size_t run_requests(struct conn *c, const char *p, size_t n)
+{
+        size_t off = 0, used;
+        struct kv_req req;
+        enum kv_parse_rc rc;
+
+        while (!c->quitting && off < n) {
+                struct buf *b;
+                const char *err = NULL;
+                uint16_t status = 0;
+
+                if (c->proto == PROTO_UNKNOWN)
+                        c->proto = (unsigned char)p[off] == KV_BIN_MAGIC_REQ ? KV_PROTO_BINARY
+                                                                              : KV_PROTO_ASCII;
+                if (c->proto == KV_PROTO_BINARY)
+                        rc = kv_bin_parse(&c->parser, p + off, n - off, &req, &used, &status);
+                else
+                        rc = kv_parse(&c->parser, p + off, n - off, &req, &used, &err);
+                if (rc == KV_PARSE_NEED)
+                        break;
+                off += used;
+                switch (rc) {
+                case KV_PARSE_OK:
+                        kv_dispatch(&c->sink, &req);
+                        if (req.cmd == KV_QUIT)
+                                c->quitting = true;
+                        break;
+                case KV_PARSE_ERROR:
+                case KV_PARSE_CLOSE:
+                        req.proto = (uint8_t)c->proto;
+                        if (c->proto == KV_PROTO_BINARY && req.too_large) {
+                                /* Refused as too large: run, to drop the old value. */
+                                kv_dispatch(&c->sink, &req);
+                                break;
+                        }
+                        req.quiet = false;
+                        b = kv_sink_slot(&c->sink);
+                        /* A binary stream that lost its framing may close unanswered. */
+                        if (b && (c->proto == KV_PROTO_ASCII ? err != NULL : status != KV_BIN_OK))
+                                kv_reply_error(&req, err, status, b);
+                        if (rc == KV_PARSE_CLOSE)
+                                c->quitting = true;
+                        break;
+                default: /* KV_PARSE_SKIP */
+                        break;
+                }
+        }
+        return off;
+}
+
+static void on_data(struct pc_conn *pc, const void *data, size_t len, void *arg)
+{
+        struct conn *c = pc_conn_data(pc);
+        const char *p;
+        size_t n, off;
+
+        (void)arg;
+        if (c == NULL || len == 0 || c->quitting)
+                return;
+        if (c->in.len) {
+                buf_add(&c->in, data, len);
+                p = c->in.p;
+                n = c->in.len;
+        } else {
+                p = data;
+                n = len;
+        }
+        off = run_requests(c, p, n);
+        if (c->quitting) {
+                c->in.len = 0;
+        } else if (p == c->in.p) {
+                memmove(c->in.p, c->in.p + off, n - off);
+                c->in.len = n - off;
+        } else if (off < n) {
+                buf_add(&c->in, p + off, n - off);
+        }
+        if (c->in.cap > IN_SHRINK && c->in.len < IN_SHRINK / 4) {
+                char *q = realloc(c->in.p, IN_SHRINK);
+
+                if (q) {
+                        c->in.p = q;
+                        c->in.cap = IN_SHRINK;
+                }
+        }
+        if (c->in.oom)
+                c->sink.out.oom = true;
+        kv_sink_flush(&c->sink);
+}
+
+static void on_close(struct pc_conn *pc, int err, void *arg)
+{
+        struct conn *c = pc_conn_data(pc);
+
+        (void)err;
+        (void)arg;
+        if (c == NULL)
+                return;
+        kv_wstats[pc_worker_id()].curr_conns--;
+        kv_sink_kill(&c->sink);
+}
+
+int kv_tcp_start(void)
+{
+        static const struct pc_tcp_callbacks cb = {
+                .on_accept = on_accept,
+                .on_data = on_data,
+                .on_close = on_close,
+        };
+        struct pc_tcp_listener *l;
+
+        return pc_tcp_listen(kv_rt, kv_set.addr, (uint16_t)kv_set.tcp_port, &cb, NULL, &l);
+}

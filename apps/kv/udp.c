@@ -1,0 +1,219 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * memcached's UDP service: each datagram starts with an 8-byte frame header
+ * (request id, sequence number, datagram count, reserved) and carries
+ * whole requests (ASCII, or binary when the payload starts with 0x80). The
+ * replies to one datagram are gathered in request order, even when keys
+ * live on other workers, and sent back split into frames of the same
+ * request id. A datagram with a bad header is counted (udp_dropped) and
+ * not answered, as memcached drops it.
+ *
+ * One handler for both backends: the kernel's per-worker SO_REUSEPORT
+ * sockets (pc_kudp_*) and our own stack on a DPDK port (pc_udp_*); only
+ * the send function differs.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kv_pvt.h"
+#include "pc_knet.h"
+#include "proto_udp.h"
+#ifdef PC_HAVE_DPDK
+#include "pc_dpdk.h"
+#endif
+
+typedef int (*udp_send_fn)(void *handle, const struct pc_udp_peer *to, uint16_t sport,
+                           const void *data, size_t len);
+
+/* The replies to one datagram. */
+struct udp_req {
+        struct kv_sink sink; /* first: the sink callbacks cast back */
+        struct buf reply;    /* every reply, in order */
+        void *handle;
+        udp_send_fn send;
+        struct pc_udp_peer peer;
+        uint16_t sport, id;
+        bool parsed; /* every request in the datagram has been dispatched */
+        bool broken; /* a reply could not be built: send nothing */
+};
+
+static bool udp_gather(struct kv_sink *k, const char *p, size_t len)
+{
+        struct udp_req *u = (struct udp_req *)k;
+
+        if (p == NULL) {
+                u->broken = true;
+                return false;
+        }
+        buf_add(&u->reply, p, len);
+        return true;
+}
+
+static void udp_emit(struct udp_req *u)
+{
+        char frame[KV_UDP_DGRAM_MAX];
+        size_t n = kv_udp_frames(u->reply.len);
+
+        if (u->broken || u->reply.oom || u->reply.len == 0)
+                return;
+        if (n == 0) { /* more than UDP frames can number */
+                kv_wstats[pc_worker_id()].send_failed++;
+                return;
+        }
+        for (unsigned i = 0; i < n; i++) {
+                size_t len = kv_udp_frame(u->id, u->reply.p, u->reply.len, i, frame,
+                                          sizeof(frame));
+
+                if (len == 0 || u->send(u->handle, &u->peer, u->sport, frame, len))
+                        kv_wstats[pc_worker_id()].send_failed++;
+        }
+}
+
+static void udp_drained(struct kv_sink *k)
+{
+        struct udp_req *u = (struct udp_req *)k;
+
+        if (!u->parsed)
+                return;
+        udp_emit(u);
+        kv_sink_kill(k);
+}
+
+static void udp_release(struct kv_sink *k)
+{
+        struct udp_req *u = (struct udp_req *)k;
+
+        kv_sink_fini(k);
+        buf_free(&u->reply);
+        free(u);
+}
+
+static const struct kv_sink_ops udp_ops = {
+        .send = udp_gather,
+        .drained = udp_drained,
+        .release = udp_release,
+};
+
+static void udp_datagram(void *handle, udp_send_fn send, const struct pc_udp_peer *from,
+                         uint16_t dport, const void *data, size_t len)
+{
+        struct kv_wstat *ws = &kv_wstats[pc_worker_id()];
+        struct kv_parser parser;
+        struct kv_udp_hdr h;
+        struct udp_req *u;
+        const char *p;
+        size_t n, off = 0, used;
+        bool binary;
+        int rc;
+
+        rc = kv_udp_parse(data, len, &h, &p, &n);
+        if (rc == -EMSGSIZE) { /* a request over several datagrams */
+                char frame[KV_UDP_DGRAM_MAX];
+                size_t fl = kv_udp_frame(h.req_id, KV_UDP_ERR_MULTI,
+                                         sizeof(KV_UDP_ERR_MULTI) - 1, 0, frame, sizeof(frame));
+
+                ws->udp_dropped++;
+                if (fl)
+                        (void)send(handle, from, dport, frame, fl);
+                return;
+        }
+        if (rc || n == 0) {
+                ws->udp_dropped++;
+                return;
+        }
+        u = calloc(1, sizeof(*u));
+        if (u == NULL) {
+                ws->udp_dropped++;
+                return;
+        }
+        ws->udp_requests++;
+        u->sink.ops = &udp_ops;
+        u->handle = handle;
+        u->send = send;
+        u->peer = *from;
+        u->sport = dport;
+        u->id = h.req_id;
+        kv_parser_init(&parser, kv_set.item_max);
+        binary = (unsigned char)p[0] == KV_BIN_MAGIC_REQ;
+        while (off < n) {
+                struct kv_req req;
+                const char *err = NULL;
+                uint16_t status = 0;
+                enum kv_parse_rc prc;
+                struct buf *b;
+
+                if (binary)
+                        prc = kv_bin_parse(&parser, p + off, n - off, &req, &used, &status);
+                else
+                        prc = kv_parse(&parser, p + off, n - off, &req, &used, &err);
+                if (prc == KV_PARSE_NEED) {
+                        /* A request cut short by the datagram's end. */
+                        b = kv_sink_slot(&u->sink);
+                        req.proto = binary ? KV_PROTO_BINARY : KV_PROTO_ASCII;
+                        if (b && !binary)
+                                kv_reply_error(&req, KV_ERR_CHUNK, KV_BIN_EINVAL, b);
+                        break;
+                }
+                off += used;
+                if (prc == KV_PARSE_OK) {
+                        if (req.cmd == KV_QUIT)
+                                break;
+                        kv_dispatch(&u->sink, &req);
+                } else if (prc == KV_PARSE_ERROR || prc == KV_PARSE_CLOSE) {
+                        req.proto = binary ? KV_PROTO_BINARY : KV_PROTO_ASCII;
+                        if (binary && req.too_large) {
+                                kv_dispatch(&u->sink, &req);
+                                continue;
+                        }
+                        req.quiet = false;
+                        b = kv_sink_slot(&u->sink);
+                        if (b && (binary ? status != KV_BIN_OK : err != NULL))
+                                kv_reply_error(&req, err, status, b);
+                        if (prc == KV_PARSE_CLOSE)
+                                break;
+                }
+        }
+        u->parsed = true;
+        kv_sink_flush(&u->sink);
+}
+
+static int kudp_send(void *h, const struct pc_udp_peer *to, uint16_t sport, const void *d,
+                     size_t len)
+{
+        return pc_kudp_send(h, to, sport, d, len);
+}
+
+static void kudp_rx(struct pc_kudp *s, const struct pc_udp_peer *from, uint16_t dport,
+                    const void *data, size_t len, void *arg)
+{
+        (void)arg;
+        udp_datagram(s, kudp_send, from, dport, data, len);
+}
+
+int kv_udp_start_kernel(void)
+{
+        struct pc_kudp *s;
+
+        return pc_kudp_bind(kv_rt, kv_set.addr, (uint16_t)kv_set.udp_port, kudp_rx, NULL, &s);
+}
+
+#ifdef PC_HAVE_DPDK
+static int dudp_send(void *h, const struct pc_udp_peer *to, uint16_t sport, const void *d,
+                     size_t len)
+{
+        return pc_udp_send(h, to, sport, d, len);
+}
+
+static void dudp_rx(struct pc_port *p, const struct pc_udp_peer *from, uint16_t dport,
+                    const void *data, size_t len, void *arg)
+{
+        (void)arg;
+        udp_datagram(p, dudp_send, from, dport, data, len);
+}
+
+int kv_udp_start_dpdk(struct pc_port *p)
+{
+        return pc_udp_bind(p, (uint16_t)kv_set.udp_port, dudp_rx, NULL);
+}
+#endif
