@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# pc-kv driven by real memcached clients from Debian, unchanged:
+#   - libmemcached's memcapable: every ASCII and binary protocol check;
+#   - libmemcached's tools (memcp/memcat/memstat/memrm/memexist/memflush),
+#     in ASCII, binary and UDP;
+#   - pymemcache (Debian's python3-pymemcache) across shards;
+# then the binary protocol's quiet pipeline, memcached's UDP frames (a reply
+# over several datagrams, a bad header counted and not answered, a
+# multi-datagram request refused) and the stats groups, from Python.
+set -euo pipefail
+bin=$1
+fail() { echo "FAIL: $*" >&2; exit 1; }
+# Debian's client tools (libmemcached 1.1 names them memc*).
+capable=$(command -v memccapable || command -v memcapable || true)
+[ -n "$capable" ] || fail "memcapable not installed (libmemcached-tools)"
+pfx=$(basename "$capable")
+pfx=${pfx%capable}
+pyc=/usr/bin/python3 # Debian's python, where python3-pymemcache lives
+"$pyc" -c "import pymemcache" || fail "python3-pymemcache not installed"
+
+out=$(mktemp)
+work=$(mktemp -d)
+pid=
+cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$out" "$work"; }
+trap cleanup EXIT
+for _ in 1 2 3 4 5; do
+        port=$((20000 + RANDOM % 20000))
+        PERCORE_PIN=0 PERCORE_IDLE=park "$bin" -p "$port" -U "$port" -t 3 -m 16 >"$out" 2>&1 &
+        pid=$!
+        for _ in $(seq 100); do
+                grep -q "listening" "$out" && break
+                kill -0 "$pid" 2>/dev/null || break
+                sleep 0.05
+        done
+        grep -q "listening" "$out" && break
+        wait "$pid" || true
+        pid=
+done
+[ -n "$pid" ] || { cat "$out"; fail "pc-kv did not start"; }
+srv=127.0.0.1:$port
+
+# memcapable: the protocol conformance suite libmemcached ships.
+"$capable" -h 127.0.0.1 -p "$port" -t 10 >"$work/capable" 2>&1 ||
+        { cat "$work/capable"; fail "memcapable"; }
+grep -q "All tests passed" "$work/capable" || { cat "$work/capable"; fail "memcapable"; }
+[ "$(grep -c '\[pass\]' "$work/capable")" -ge 50 ] || { cat "$work/capable"; fail "memcapable ran few"; }
+
+# The tools, in each protocol.
+head -c 5000 /dev/urandom >"$work/blob"
+for mode in "" "--binary" "--udp"; do
+        # shellcheck disable=SC2086
+        "${pfx}cp" --servers="$srv" $mode "$work/blob" || fail "${pfx}cp $mode"
+        if [ "$mode" = "--udp" ]; then
+                # libmemcached sends only writes over UDP; read back over TCP.
+                "${pfx}cat" --servers="$srv" blob >"$work/back" || fail "${pfx}cat after udp"
+        else
+                # shellcheck disable=SC2086
+                "${pfx}cat" --servers="$srv" $mode blob >"$work/back" || fail "${pfx}cat $mode"
+        fi
+        # memcat ends what it prints with a newline of its own.
+        [ "$(stat -c %s "$work/back")" = 5001 ] && cmp -s -n 5000 "$work/blob" "$work/back" ||
+                fail "${pfx}cat $mode returned other bytes"
+        # shellcheck disable=SC2086
+        "${pfx}rm" --servers="$srv" ${mode/--udp/} blob || fail "${pfx}rm $mode"
+        ! "${pfx}exist" --servers="$srv" blob || fail "blob still there after ${pfx}rm $mode"
+done
+"${pfx}stat" --servers="$srv" | grep -q "threads: 3" || fail "${pfx}stat"
+"${pfx}stat" --servers="$srv" --binary | grep -q "version: 1.6.0-pc-kv" || fail "${pfx}stat --binary"
+"${pfx}flush" --servers="$srv" || fail "${pfx}flush"
+
+# pymemcache, then the binary and UDP framing byte by byte.
+"$pyc" - "$port" <<'PY'
+import socket, struct, sys
+from pymemcache.client.base import Client
+port = int(sys.argv[1])
+
+c = Client(("127.0.0.1", port), timeout=10)
+keys = ["py:%d" % i for i in range(200)]  # spread over the 3 shards
+for k in keys:
+    assert c.set(k, k.upper(), expire=0, noreply=False)
+assert c.get_many(keys) == {k: k.upper().encode() for k in keys}
+assert c.add(keys[0], "x", noreply=False) is False
+assert c.replace("py:none", "x", noreply=False) is False
+v, cas = c.gets(keys[1])
+assert c.cas(keys[1], "new", cas) is True and c.cas(keys[1], "newer", cas) is False
+assert c.get(keys[1]) == b"new"
+c.set("n", "41")
+assert c.incr("n", 1) == 42 and c.decr("n", 50) == 0 and c.incr("nope", 1) is None
+assert c.append(keys[2], "!") and c.prepend(keys[2], "<")
+assert c.get(keys[2]) == ("<" + keys[2].upper() + "!").encode()
+assert c.touch(keys[3], 100, noreply=False) and not c.touch("py:none", 100, noreply=False)
+assert c.delete(keys[4], noreply=False) and not c.delete(keys[4], noreply=False)
+st = c.stats()
+assert st[b"threads"] == 3 and st[b"curr_items"] >= 199, st
+assert c.stats("settings")[b"num_threads"] == 3
+assert c.stats("items")[b"items:1:number"] >= 199
+assert b"total_malloced" in c.stats("slabs")
+assert c.version() == b"1.6.0-pc-kv"
+c.flush_all()
+assert c.get(keys[0]) is None
+
+# Binary: a pipeline of quiet commands ended by a noop answers only what
+# memcached answers (hits of getq/getkq, errors of setq and friends), in order.
+def req(op, key=b"", extras=b"", value=b"", opaque=0, cas=0):
+    return struct.pack(">BBHBBHIIQ", 0x80, op, len(key), len(extras), 0, 0,
+                       len(extras) + len(key) + len(value), opaque, cas) + extras + key + value
+
+def read_frames(s, until_opaque):
+    frames, buf = [], b""
+    while True:
+        while len(buf) >= 24:
+            magic, op, kl, el, dt, status, bl, opaque, cas = struct.unpack(">BBHBBHIIQ", buf[:24])
+            if len(buf) < 24 + bl:
+                break
+            body = buf[24:24 + bl]
+            frames.append((op, status, opaque, body[el:el + kl], body[el + kl:]))
+            buf = buf[24 + bl:]
+            if opaque == until_opaque:
+                return frames
+        b = s.recv(65536)
+        assert b, "closed"
+        buf += b
+
+s = socket.create_connection(("127.0.0.1", port))
+s.settimeout(10)
+flags = struct.pack(">II", 7, 0)
+pipe = b""
+for i in range(50):
+    pipe += req(0x11, b"bq:%d" % i, flags, b"v%d" % i, opaque=i)          # setq: silent
+pipe += req(0x12, b"bq:3", flags, b"dup", opaque=1000)                     # addq: EEXISTS
+pipe += req(0x09, b"bq:missing", opaque=1001)                              # getq miss: silent
+pipe += req(0x0d, b"bq:7", opaque=1002)                                    # getkq hit
+pipe += req(0x09, b"bq:8", opaque=1003)                                    # getq hit
+pipe += req(0x14, b"bq:missing", opaque=1004)                              # deleteq: ENOENT
+pipe += req(0x15, b"bq:ctr", struct.pack(">QQI", 5, 100, 0), opaque=1005)  # incrq create: silent
+pipe += req(0x05, b"bq:ctr", struct.pack(">QQI", 5, 100, 0), opaque=1006)  # incr: 105
+pipe += req(0x0a, opaque=2000)                                             # noop
+s.sendall(pipe)
+got = [(op, st, op_) for op, st, op_, k, v in read_frames(s, 2000)]
+assert got == [(0x12, 2, 1000), (0x0d, 0, 1002), (0x09, 0, 1003), (0x14, 1, 1004),
+               (0x05, 0, 1006), (0x0a, 0, 2000)], got
+s.sendall(req(0x05, b"bq:ctr", struct.pack(">QQI", 1, 0, 0), opaque=9))
+(f,) = read_frames(s, 9)
+assert f[4] == struct.pack(">Q", 106), f
+
+# UDP: memcached's 8-byte frame header on every datagram.
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+u.settimeout(10)
+def udp(payload, rid):
+    u.sendto(struct.pack(">HHHH", rid, 0, 1, 0) + payload, ("127.0.0.1", port))
+    parts, total = {}, None
+    while total is None or len(parts) < total:
+        d, _ = u.recvfrom(65536)
+        r, seq, tot, _res = struct.unpack(">HHHH", d[:8])
+        assert r == rid, (r, rid)
+        total = tot
+        parts[seq] = d[8:]
+    return b"".join(parts[i] for i in range(total))
+assert udp(b"set u1 3 0 5\r\nhello\r\n", 1) == b"STORED\r\n"
+assert udp(b"get u1\r\n", 2) == b"VALUE u1 3 5\r\nhello\r\nEND\r\n"
+big = b"x" * 5000  # a reply over several datagrams, reassembled in order
+assert udp(b"set u2 0 0 5000\r\n" + big + b"\r\n", 3) == b"STORED\r\n"
+assert udp(b"get u1 u2 nope\r\n", 4) == (b"VALUE u1 3 5\r\nhello\r\nVALUE u2 0 5000\r\n" + big +
+                                          b"\r\nEND\r\n")
+# Keys on every shard, answered in key order in one reply.
+assert udp(b"".join(b"set uk%d 0 0 1\r\n%d\r\n" % (i, i % 10) for i in range(30)), 5) == \
+    b"STORED\r\n" * 30
+assert udp(b"get " + b" ".join(b"uk%d" % i for i in range(30)) + b"\r\n", 6) == \
+    b"".join(b"VALUE uk%d 0 1\r\n%d\r\n" % (i, i % 10) for i in range(30)) + b"END\r\n"
+assert udp(req(0x0c, b"u1", opaque=77), 7)[:2] == b"\x81\x0c"  # binary over UDP
+# A bad header is dropped and counted; a multi-datagram request is refused.
+u.sendto(b"\x00\x01", ("127.0.0.1", port))
+u.sendto(struct.pack(">HHHH", 8, 0, 2, 0) + b"get u1\r\n", ("127.0.0.1", port))
+d, _ = u.recvfrom(65536)
+assert d[8:] == b"SERVER_ERROR multi-packet request not supported\r\n", d
+st = c.stats()
+assert st[b"udp_dropped"] == 2 and st[b"udp_requests"] >= 7, st
+print("clients: ok")
+PY
+
+kill -TERM "$pid"
+rc=0
+wait "$pid" || rc=$?
+pid=
+[ "$rc" = 0 ] || { cat "$out"; fail "pc-kv exited $rc"; }
+grep -q "send_failed=0" "$out" || { cat "$out"; fail "sends failed"; }
+echo "pc-kv clients: ok"
