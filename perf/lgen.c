@@ -17,8 +17,48 @@
 struct lconn {
         int fd;
         size_t got;
+        uint64_t sent_ns; /* when the request in flight was sent */
         char buf[LGEN_BUF];
 };
+
+/* Latencies in a log-linear histogram: 32 linear steps per power of two of
+ * nanoseconds, so a bucket is within 1/32 of its values. */
+#define HIST_SUB 32
+#define HIST_BUCKETS (64 * HIST_SUB)
+
+static unsigned hist_bucket(uint64_t ns)
+{
+        unsigned msb;
+
+        if (ns < HIST_SUB)
+                return (unsigned)ns;
+        msb = 63u - (unsigned)__builtin_clzll(ns);
+        /* The HIST_SUB values below the top bit pick the step. */
+        return (msb - 4) * HIST_SUB + (unsigned)((ns >> (msb - 5)) & (HIST_SUB - 1));
+}
+
+/* The smallest value bucket @b holds. */
+static uint64_t hist_value(unsigned b)
+{
+        unsigned msb;
+
+        if (b < HIST_SUB)
+                return b;
+        msb = b / HIST_SUB + 4;
+        return (1ull << msb) | ((uint64_t)(b % HIST_SUB) << (msb - 5));
+}
+
+static double hist_quantile(const uint64_t *h, uint64_t n, double q)
+{
+        uint64_t want = (uint64_t)((double)n * q), seen = 0;
+
+        for (unsigned b = 0; b < HIST_BUCKETS; b++) {
+                seen += h[b];
+                if (seen > want)
+                        return (double)hist_value(b);
+        }
+        return 0;
+}
 
 struct lgen {
         uint16_t port;
@@ -26,6 +66,7 @@ struct lgen {
         uint64_t duration_ns;
         const struct lgen_proto *p;
         uint64_t done;
+        uint64_t hist[HIST_BUCKETS];
         int err;
 };
 
@@ -35,6 +76,7 @@ static int send_next(struct lgen *g, unsigned i, struct lconn *c, uint64_t *seed
         size_t n = g->p->request(g->p->ctx, i, seed, req, sizeof(req));
 
         c->got = 0;
+        c->sent_ns = pc_now_ns();
         return send(c->fd, req, n, MSG_NOSIGNAL) == (ssize_t)n ? 0 : -EIO;
 }
 
@@ -91,6 +133,7 @@ static void *lgen_thread(void *arg)
                                 continue;
                         }
                         done++;
+                        g->hist[hist_bucket(pc_now_ns() - x->sent_ns)]++;
                         if ((g->err = send_next(g, i, x, &seed)) != 0)
                                 goto out;
                 }
@@ -106,16 +149,27 @@ out:
         return NULL;
 }
 
-double lgen_run(uint16_t port, unsigned conns, double seconds, const struct lgen_proto *p)
+double lgen_run(uint16_t port, unsigned conns, double seconds, const struct lgen_proto *p,
+                double *p99_us)
 {
-        struct lgen g = {.port = port,
-                         .conns = conns > LGEN_MAX_CONNS ? LGEN_MAX_CONNS : conns,
-                         .duration_ns = (uint64_t)(seconds * 1e9),
-                         .p = p};
+        struct lgen *g = calloc(1, sizeof(*g));
         pthread_t t;
+        double rc;
 
-        if (pthread_create(&t, NULL, lgen_thread, &g) != 0)
+        if (g == NULL)
+                return -ENOMEM;
+        g->port = port;
+        g->conns = conns > LGEN_MAX_CONNS ? LGEN_MAX_CONNS : conns;
+        g->duration_ns = (uint64_t)(seconds * 1e9);
+        g->p = p;
+        if (pthread_create(&t, NULL, lgen_thread, g) != 0) {
+                free(g);
                 return -EAGAIN;
+        }
         pthread_join(t, NULL);
-        return g.err ? g.err : (double)g.done;
+        rc = g->err ? g->err : (double)g->done;
+        if (p99_us)
+                *p99_us = hist_quantile(g->hist, g->done, 0.99) / 1e3;
+        free(g);
+        return rc;
 }

@@ -26,8 +26,11 @@ struct lgen_proto {
 /*
  * Run @conns connections against 127.0.0.1:@port for @seconds. Returns
  * the number of completed request/reply pairs, or a negative errno (a
- * connection failed, or a reply outgrew LGEN_BUF: -EPROTO).
+ * connection failed, or a reply outgrew LGEN_BUF: -EPROTO). *@p99_us (may
+ * be NULL) gets the 99th percentile of the request-to-whole-reply times,
+ * in microseconds, from a log-linear histogram (within 1/32 of the value).
  */
-double lgen_run(uint16_t port, unsigned conns, double seconds, const struct lgen_proto *p);
+double lgen_run(uint16_t port, unsigned conns, double seconds, const struct lgen_proto *p,
+                double *p99_us);
 
 #endif

@@ -68,7 +68,7 @@ static void *pc_driver(void *arg)
 {
         struct pc_run *r = arg;
 
-        r->result = lgen_run(r->port, CONNS, r->o->duration, &echo_proto);
+        r->result = lgen_run(r->port, CONNS, r->o->duration, &echo_proto, NULL);
         pc_runtime_stop(r->rt);
         return NULL;
 }
@@ -131,7 +131,7 @@ static double epoll_run(const struct bench_opts *o, enum pc_mode mode, unsigned 
         rc = epoll_echo_start(*workers, &port, &e);
         if (rc)
                 return rc;
-        v = lgen_run(port, CONNS, o->duration, &echo_proto);
+        v = lgen_run(port, CONNS, o->duration, &echo_proto, NULL);
         epoll_echo_stop(e);
         return v < 0 ? v : v / *workers / o->duration;
 }

@@ -6,7 +6,8 @@
  * run. Each connection alternates "set" and "get" of 32-byte values over a
  * fixed key space (one request in flight per connection), so the servers
  * do the same work; gets of keys not yet set count too (memcached answers
- * them the same way).
+ * them the same way). Each run also reports the 99th percentile latency
+ * of a request (p99_us) as seen by the generator.
  *
  * PERCORE_KV names the pc-kv binary (default: ../apps/pc-kv beside the
  * bench); the peer is skipped with a message when memcached is missing.
@@ -142,9 +143,13 @@ static double kv_run(const struct bench_opts *o, enum pc_mode mode, unsigned *wo
         rc = wait_port(port, pid);
         if (rc == 0) {
                 memset(kv_is_get, 0, sizeof(kv_is_get));
-                ops = lgen_run(port, KV_CONNS, o->duration, &kv_proto);
+                double p99 = 0;
+
+                ops = lgen_run(port, KV_CONNS, o->duration, &kv_proto, &p99);
                 if (ops < 0)
                         rc = (int)ops;
+                else
+                        bench_extra("p99_us", "us", true, p99);
         }
         kill(pid, SIGTERM);
         waitpid(pid, &status, 0);
