@@ -15,8 +15,9 @@
 #include <stdint.h>
 
 #define KV_UDP_HDR_LEN 8
-/** Reply bytes per datagram, header excluded (memcached's figure; a
- *  datagram of 1408 bytes fits a 1500-byte MTU with IP and UDP headers). */
+/** Reply bytes per datagram, header excluded (memcached's UDP_MAX_PAYLOAD_SIZE
+ *  is the same number); a 1408-byte datagram fits a 1500-byte MTU with its
+ *  IP and UDP headers. */
 #define KV_UDP_PAYLOAD_MAX 1400
 /** Largest datagram kv_udp_frame() writes. */
 #define KV_UDP_DGRAM_MAX (KV_UDP_HDR_LEN + KV_UDP_PAYLOAD_MAX)
