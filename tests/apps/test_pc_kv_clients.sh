@@ -69,7 +69,7 @@ done
 "${pfx}flush" --servers="$srv" || fail "${pfx}flush"
 
 # pymemcache, then the binary and UDP framing byte by byte.
-"$pyc" - "$port" <<'PY'
+"$pyc" - "$port" "$pid" <<'PY'
 import socket, struct, sys
 from pymemcache.client.base import Client
 port = int(sys.argv[1])
@@ -98,6 +98,18 @@ assert b"total_malloced" in c.stats("slabs")
 assert c.version() == b"1.6.0-pc-kv"
 c.flush_all()
 assert c.get(keys[0]) is None
+
+# A write flood of 3x the cache's 16 MB: the LRU evicts, item bytes stay
+# under the cap, the process does not grow with what was written.
+val = b"w" * 20000
+for i in range(2400):
+    c.set("flood:%d" % i, val, noreply=True)
+assert c.get("flood:2399") == val  # the newest survive
+st = c.stats()
+assert st[b"bytes"] <= st[b"limit_maxbytes"] == 16 * 1024 * 1024, st
+assert st[b"evictions"] > 0 and c.get("flood:0") is None, st
+rss_kb = int([l for l in open("/proc/%s/status" % sys.argv[2]) if l.startswith("VmRSS")][0].split()[1])
+assert rss_kb < 64 * 1024, "pc-kv RSS %d kB after the flood" % rss_kb
 
 # Binary: a pipeline of quiet commands ended by a noop answers only what
 # memcached answers (hits of getq/getkq, errors of setq and friends), in order.
