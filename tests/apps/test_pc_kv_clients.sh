@@ -69,9 +69,9 @@ done
 "${pfx}flush" --servers="$srv" || fail "${pfx}flush"
 
 # pymemcache, then the binary and UDP framing byte by byte.
-# Under ASan freed memory waits in a quarantine: RSS says nothing there.
+# Under ASan or TSan freed memory is held back: RSS says nothing there.
 rss_check=1
-ldd "$bin" 2>/dev/null | grep -q libasan && rss_check=0
+ldd "$bin" 2>/dev/null | grep -qE "libasan|libtsan" && rss_check=0
 "$pyc" - "$port" "$pid" "$rss_check" <<'PY'
 import socket, struct, sys
 from pymemcache.client.base import Client
