@@ -33,6 +33,7 @@ struct knet *pc__knet_get(struct pc_runtime *rt, bool create)
         k->opts.out_cap = KNET_OUT_CAP;
         k->opts.rbuf = KNET_RBUF;
         k->opts.ring_entries = KNET_RING;
+        k->opts.recv_bufs = KNET_RECV_BUFS;
         for (unsigned i = 0; i < rt->nworkers; i++) {
                 k->kw[i] = pc_numa_alloc(sizeof(struct kworker), rt->nodes[i]);
                 if (k->kw[i] == NULL) {
@@ -74,8 +75,12 @@ int pc_knet_configure(struct pc_runtime *rt, const struct pc_knet_opts *o)
                 v.out_cap = KNET_OUT_CAP;
         if (v.ring_entries == 0)
                 v.ring_entries = KNET_RING;
+        if (v.recv_bufs == 0)
+                v.recv_bufs = KNET_RECV_BUFS;
         if (v.rbuf < 64 || v.rbuf > (1u << 24) || v.out_cap < 2 * (size_t)v.rbuf ||
-            v.ring_entries < 8 || v.ring_entries > 32768)
+            v.ring_entries < 8 || v.ring_entries > 32768 ||
+            v.recv_bufs > KNET_RECV_BUFS_MAX || (v.recv_bufs & (v.recv_bufs - 1)) ||
+            (uint64_t)v.recv_bufs * v.rbuf > (1u << 30) || (v.flags & ~PC_KNET_SINGLE_RECV))
                 return -EINVAL;
         k->opts = v;
         return 0;
@@ -226,6 +231,7 @@ static void knet_worker_start(struct pc_worker *w, void *arg)
                         return;
                 }
                 kw->ring_ok = true;
+                pc__tcp_bufs_setup(kw);
         }
         if (!kw->poller_ok) {
                 rc = pc_poller_register(&kpoll_ops, kw, NULL);
@@ -252,6 +258,7 @@ static void knet_destroy(struct pc_runtime *rt, void *arg)
                 if (k->kw[i] && k->kw[i]->ring_ok) {
                         io_uring_queue_exit(&k->kw[i]->ring);
                         k->kw[i]->ring_ok = false;
+                        pc__tcp_bufs_free(k->kw[i]);
                 }
         pc__tcp_destroy(k);
         pc__udp_destroy(k);
@@ -285,6 +292,9 @@ static void read_stats(const struct kstats *s, struct pc_knet_stats *o, bool add
                 .udp_rx = RD(udp_rx),
                 .udp_tx = RD(udp_tx),
                 .udp_drops = RD(udp_drops),
+                .recv_multishot = RD(recv_multishot),
+                .recv_nobufs = RD(recv_nobufs),
+                .writable = RD(writable),
         };
 #undef RD
         if (!add) {
@@ -306,6 +316,9 @@ static void read_stats(const struct kstats *s, struct pc_knet_stats *o, bool add
         o->udp_rx += v.udp_rx;
         o->udp_tx += v.udp_tx;
         o->udp_drops += v.udp_drops;
+        o->recv_multishot += v.recv_multishot;
+        o->recv_nobufs += v.recv_nobufs;
+        o->writable += v.writable;
 }
 
 int pc_knet_stats(const struct pc_runtime *rt, int worker, struct pc_knet_stats *out)
