@@ -15,6 +15,7 @@
 
 static void knet_destroy(struct pc_runtime *rt, void *arg);
 static void knet_worker_start(struct pc_worker *w, void *arg);
+static void knet_worker_stop(struct pc_worker *w, void *arg);
 
 struct knet *pc__knet_get(struct pc_runtime *rt, bool create)
 {
@@ -48,6 +49,7 @@ struct knet *pc__knet_get(struct pc_runtime *rt, bool create)
         k->module.arg = k;
         k->module.destroy = knet_destroy;
         k->module.worker_start = knet_worker_start;
+        k->module.worker_stop = knet_worker_stop;
         pc__module_add(rt, &k->module);
         return k;
 }
@@ -246,6 +248,29 @@ static void knet_worker_start(struct pc_worker *w, void *arg)
         pc__udp_worker_start(kw);
         if (io_uring_sq_ready(&kw->ring))
                 io_uring_submit(&kw->ring);
+}
+
+/*
+ * On each worker's thread when a run ends. The kernel ties each armed
+ * operation to the thread that submitted it and cancels it once that
+ * thread is gone (worker threads end with the run); cancel them all here
+ * instead, so that nothing is left half-owned by a dead thread. Their
+ * completions (-ECANCELED, or what finished first) wait in the ring, and
+ * the next run's first pass arms each operation again from its new thread:
+ * receives and sends lose nothing (a cancelled one moved no bytes), accepts
+ * and UDP polls are re-armed; only a connect still in progress fails.
+ */
+static void knet_worker_stop(struct pc_worker *w, void *arg)
+{
+        struct knet *k = arg;
+        struct kworker *kw = k->kw[w->id];
+        struct io_uring_sqe *sqe;
+
+        if (!kw->ring_ok || (sqe = pc__knet_sqe(kw)) == NULL)
+                return;
+        io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);
+        io_uring_sqe_set_data64(sqe, 0);
+        io_uring_submit(&kw->ring);
 }
 
 static void knet_destroy(struct pc_runtime *rt, void *arg)

@@ -10,7 +10,10 @@
  * them when its loop starts. Connections belong to their worker: every
  * pc_conn_* call must come from that worker (callbacks run there). Rings,
  * sockets and connections stay open across runs and are closed by
- * pc_runtime_destroy() (without on_close calls).
+ * pc_runtime_destroy() (without on_close calls). When a run ends, each
+ * worker cancels its ring's operations (the kernel would once the worker's
+ * thread exits) and the next run arms them again: nothing is lost, except
+ * that a pc_tcp_connect() still in progress fails (on_close -ECANCELED).
  *
  * Receiving. Where the kernel has them (6.0 and later), each worker
  * registers a ring of opts.recv_bufs provided buffers of opts.rbuf bytes,

@@ -307,7 +307,8 @@ static void on_recv(struct pc_conn *c, int res)
                 arm_recv(c);
         } else if (res == 0) {
                 peer_eof(c);
-        } else if (res == -EINTR || res == -EAGAIN) {
+        } else if (res == -EINTR || res == -EAGAIN || res == -ECANCELED) {
+                /* -ECANCELED: the run ended (knet_worker_stop). */
                 arm_recv(c);
         } else {
                 conn_error(c, res);
@@ -374,7 +375,7 @@ static void on_send(struct pc_conn *c, int res)
         if (c->dead)
                 return;
         if (res < 0) {
-                if (res == -EINTR || res == -EAGAIN)
+                if (res == -EINTR || res == -EAGAIN || res == -ECANCELED)
                         kick_send(c);
                 else
                         conn_error(c, res);
