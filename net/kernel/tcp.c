@@ -243,6 +243,8 @@ static void deliver(struct pc_conn *c, const char *p, size_t len)
         if (c->paused || held_pending(c)) {
                 if (kbuf_put(&c->held, p, len))
                         conn_error(c, -ENOMEM);
+                else
+                        cancel_recv(c); /* if none could be queued before */
                 return;
         }
         if (c->cb->on_data)
