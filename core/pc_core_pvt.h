@@ -204,6 +204,11 @@ struct pc__module {
         /* Called by each worker on its own thread when its loop starts, on
          * every run, before it runs anything; pc__self is set. May be NULL. */
         void (*worker_start)(struct pc_worker *w, void *arg);
+        /* Called by each worker on its own thread when its loop ends, on
+         * every run, after its last task ran; pc__self is still set. The
+         * thread may exit next (workers other than 0 do), taking with it
+         * what the kernel ties to threads. May be NULL. */
+        void (*worker_stop)(struct pc_worker *w, void *arg);
         /* Called by pc_runtime_destroy() before the workers are freed. May be
          * NULL. The module may free @m itself here. */
         void (*destroy)(struct pc_runtime *rt, void *arg);

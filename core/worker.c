@@ -488,6 +488,9 @@ void pc__worker_loop(struct pc_worker *w)
                 if (idle(w, now))
                         break;
         }
+        for (struct pc__module *m = rt->modules; m; m = m->next)
+                if (m->worker_stop)
+                        m->worker_stop(w, m->arg);
         publish(w);
         pc__self = NULL;
 }

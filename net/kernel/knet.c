@@ -15,6 +15,7 @@
 
 static void knet_destroy(struct pc_runtime *rt, void *arg);
 static void knet_worker_start(struct pc_worker *w, void *arg);
+static void knet_worker_stop(struct pc_worker *w, void *arg);
 
 struct knet *pc__knet_get(struct pc_runtime *rt, bool create)
 {
@@ -33,6 +34,7 @@ struct knet *pc__knet_get(struct pc_runtime *rt, bool create)
         k->opts.out_cap = KNET_OUT_CAP;
         k->opts.rbuf = KNET_RBUF;
         k->opts.ring_entries = KNET_RING;
+        k->opts.recv_bufs = KNET_RECV_BUFS;
         for (unsigned i = 0; i < rt->nworkers; i++) {
                 k->kw[i] = pc_numa_alloc(sizeof(struct kworker), rt->nodes[i]);
                 if (k->kw[i] == NULL) {
@@ -47,6 +49,7 @@ struct knet *pc__knet_get(struct pc_runtime *rt, bool create)
         k->module.arg = k;
         k->module.destroy = knet_destroy;
         k->module.worker_start = knet_worker_start;
+        k->module.worker_stop = knet_worker_stop;
         pc__module_add(rt, &k->module);
         return k;
 }
@@ -74,8 +77,12 @@ int pc_knet_configure(struct pc_runtime *rt, const struct pc_knet_opts *o)
                 v.out_cap = KNET_OUT_CAP;
         if (v.ring_entries == 0)
                 v.ring_entries = KNET_RING;
+        if (v.recv_bufs == 0)
+                v.recv_bufs = KNET_RECV_BUFS;
         if (v.rbuf < 64 || v.rbuf > (1u << 24) || v.out_cap < 2 * (size_t)v.rbuf ||
-            v.ring_entries < 8 || v.ring_entries > 32768)
+            v.ring_entries < 8 || v.ring_entries > 32768 ||
+            v.recv_bufs > KNET_RECV_BUFS_MAX || (v.recv_bufs & (v.recv_bufs - 1)) ||
+            (uint64_t)v.recv_bufs * v.rbuf > (1u << 30) || (v.flags & ~PC_KNET_SINGLE_RECV))
                 return -EINVAL;
         k->opts = v;
         return 0;
@@ -226,6 +233,7 @@ static void knet_worker_start(struct pc_worker *w, void *arg)
                         return;
                 }
                 kw->ring_ok = true;
+                pc__tcp_bufs_setup(kw);
         }
         if (!kw->poller_ok) {
                 rc = pc_poller_register(&kpoll_ops, kw, NULL);
@@ -242,6 +250,29 @@ static void knet_worker_start(struct pc_worker *w, void *arg)
                 io_uring_submit(&kw->ring);
 }
 
+/*
+ * On each worker's thread when a run ends. The kernel ties each armed
+ * operation to the thread that submitted it and cancels it once that
+ * thread is gone (worker threads end with the run); cancel them all here
+ * instead, so that nothing is left half-owned by a dead thread. Their
+ * completions (-ECANCELED, or what finished first) wait in the ring, and
+ * the next run's first pass arms each operation again from its new thread:
+ * receives and sends lose nothing (a cancelled one moved no bytes), accepts
+ * and UDP polls are re-armed; only a connect still in progress fails.
+ */
+static void knet_worker_stop(struct pc_worker *w, void *arg)
+{
+        struct knet *k = arg;
+        struct kworker *kw = k->kw[w->id];
+        struct io_uring_sqe *sqe;
+
+        if (!kw->ring_ok || (sqe = pc__knet_sqe(kw)) == NULL)
+                return;
+        io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);
+        io_uring_sqe_set_data64(sqe, 0);
+        io_uring_submit(&kw->ring);
+}
+
 static void knet_destroy(struct pc_runtime *rt, void *arg)
 {
         struct knet *k = arg;
@@ -252,6 +283,7 @@ static void knet_destroy(struct pc_runtime *rt, void *arg)
                 if (k->kw[i] && k->kw[i]->ring_ok) {
                         io_uring_queue_exit(&k->kw[i]->ring);
                         k->kw[i]->ring_ok = false;
+                        pc__tcp_bufs_free(k->kw[i]);
                 }
         pc__tcp_destroy(k);
         pc__udp_destroy(k);
@@ -285,6 +317,9 @@ static void read_stats(const struct kstats *s, struct pc_knet_stats *o, bool add
                 .udp_rx = RD(udp_rx),
                 .udp_tx = RD(udp_tx),
                 .udp_drops = RD(udp_drops),
+                .recv_multishot = RD(recv_multishot),
+                .recv_nobufs = RD(recv_nobufs),
+                .writable = RD(writable),
         };
 #undef RD
         if (!add) {
@@ -306,6 +341,9 @@ static void read_stats(const struct kstats *s, struct pc_knet_stats *o, bool add
         o->udp_rx += v.udp_rx;
         o->udp_tx += v.udp_tx;
         o->udp_drops += v.udp_drops;
+        o->recv_multishot += v.recv_multishot;
+        o->recv_nobufs += v.recv_nobufs;
+        o->writable += v.writable;
 }
 
 int pc_knet_stats(const struct pc_runtime *rt, int worker, struct pc_knet_stats *out)

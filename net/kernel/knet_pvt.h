@@ -20,6 +20,9 @@
 #define KNET_MAX_CONNS 4096
 #define KNET_OUT_CAP (1u << 20)
 #define KNET_RBUF (16u << 10)
+#define KNET_RECV_BUFS 512     /* provided buffers per worker */
+#define KNET_RECV_BUFS_MAX 32768 /* the kernel's limit for one buffer ring */
+#define KNET_BGID 0            /* buffer group: one ring per worker ring */
 #define KNET_RING 1024
 #define KNET_CQ_FACTOR 8       /* completion queue = 8 x submission queue */
 #define KNET_CQE_BUDGET 512    /* completions handled per poller pass */
@@ -44,6 +47,7 @@ struct kstats {
         _Atomic uint64_t accepted, refused, accept_errors, closed, resets, conns;
         _Atomic uint64_t bytes_in, bytes_out, backpressure, send_refused, out_max;
         _Atomic uint64_t udp_rx, udp_tx, udp_drops;
+        _Atomic uint64_t recv_multishot, recv_nobufs, writable;
 };
 
 /* Owner-only increment of a counter other threads read. */
@@ -85,12 +89,19 @@ struct pc_conn {
         void *arg;
         void *data;
         struct pc_conn *prev, *next; /* the worker's list, for destroy */
-        char *rbuf;
+        char *rbuf;    /* single-shot receives only, allocated on first use */
         /* Output: the kernel reads @inflight while a send is armed, so only
          * @pending grows; they swap when the send completes. */
         struct kbuf inflight, pending;
+        /* Input that a multishot recv brought after reading was paused,
+         * delivered on resume (then @held_eof, if the peer shut meanwhile). */
+        struct kbuf held;
         unsigned refs; /* armed operations + callbacks running: free at 0 */
         bool recv_armed, send_armed, connect_armed;
+        bool recv_mshot;  /* the armed recv is multishot */
+        bool recv_cancel; /* a cancel for it is on its way */
+        bool held_eof;
+        bool want_writable; /* a send was refused: on_writable is owed */
         bool open;     /* on_accept ran; on_close will */
         bool paused;   /* reading stopped by backpressure */
         bool closing;  /* no more reads; close once the output drains */
@@ -130,6 +141,13 @@ struct kworker {
         unsigned nconns;
         struct pc_conn *conns;
         char *udp_rxbuf; /* KNET_UDP_BATCH x 64 KiB, allocated on first use */
+        /* Provided buffers for multishot recv: @nbufs of opts.rbuf bytes at
+         * @bufs, handed to the kernel through @br (buffer group KNET_BGID). */
+        bool mshot;      /* multishot recv in use */
+        bool mshot_seen; /* one has delivered data: the kernel has them */
+        struct io_uring_buf_ring *br;
+        char *bufs;
+        unsigned nbufs;
         struct kstats st PC_ALIGNED;
 };
 
@@ -152,6 +170,8 @@ int pc__knet_socket(int type, const char *addr, uint16_t port, bool listen_, uin
 int pc__knet_addr(const char *addr, uint16_t port, struct sockaddr_in *sa);
 
 /* tcp.c */
+void pc__tcp_bufs_setup(struct kworker *kw);
+void pc__tcp_bufs_free(struct kworker *kw);
 void pc__tcp_worker_start(struct kworker *kw);
 void pc__tcp_complete(struct kworker *kw, unsigned tag, void *ptr, int res, unsigned flags);
 void pc__tcp_destroy(struct knet *k);

@@ -10,11 +10,20 @@
  * them when its loop starts. Connections belong to their worker: every
  * pc_conn_* call must come from that worker (callbacks run there). Rings,
  * sockets and connections stay open across runs and are closed by
- * pc_runtime_destroy() (without on_close calls).
+ * pc_runtime_destroy() (without on_close calls). When a run ends, each
+ * worker cancels its ring's operations (the kernel would once the worker's
+ * thread exits) and the next run arms them again: nothing is lost, except
+ * that a pc_tcp_connect() still in progress fails (on_close -ECANCELED).
  *
- * Receiving: one recv per connection in flight into a per-connection
- * buffer of opts.rbuf bytes (provided-buffer rings would save that memory;
- * liburing 2.3 lacks the setup helper, so this is left for later).
+ * Receiving. Where the kernel has them (6.0 and later), each worker
+ * registers a ring of opts.recv_bufs provided buffers of opts.rbuf bytes,
+ * and each connection keeps one multishot recv armed that picks buffers
+ * from it: no per-connection receive buffer, one submission for many
+ * receives. A buffer goes back to the ring as soon as on_data returns. When
+ * the ring runs dry the kernel ends the recv (ENOBUFS) and the backend arms
+ * it again once buffers are back. Elsewhere (or with PC_KNET_SINGLE_RECV)
+ * each connection has one recv at a time in flight into its own buffer of
+ * opts.rbuf bytes. The stats say which is in use (recv_multishot).
  *
  * Backpressure. Each connection buffers at most opts.out_cap bytes of
  * output that the kernel has not taken yet. pc_conn_send() refuses a write
@@ -24,7 +33,17 @@
  * cap (a "backpressure event"). So a handler that only sends in answer to
  * what it receives (an echo, a request/response protocol whose reply is no
  * larger than the request) never sees -ENOBUFS, and a peer that stops
- * reading stalls itself instead of growing the server's memory.
+ * reading stalls itself instead of growing the server's memory. With
+ * multishot receives, pausing cancels the connection's recv; what the
+ * kernel had already received by then is kept (copied out of the shared
+ * buffers, so other connections keep receiving) and delivered on resume.
+ * The kernel can fill many buffers for one connection before the poller
+ * sees the first, so there a connection holds at most out_cap plus
+ * recv_bufs * rbuf bytes (in single-shot mode: out_cap plus rbuf).
+ *
+ * A service that produces output on its own (not in answer to input) stops
+ * when pc_conn_send() says -ENOBUFS and resumes from on_writable, which
+ * runs once the output has drained to half the cap.
  *
  * Include this header after percore.h.
  */
@@ -42,14 +61,23 @@
 extern "C" {
 #endif
 
+/** pc_knet_opts.flags: always use single-shot recvs into per-connection
+ * buffers, even where multishot recv and provided buffers exist. */
+#define PC_KNET_SINGLE_RECV (1u << 0)
+
 /** Options of the kernel backend; zero fields take the defaults named. */
 struct pc_knet_opts {
         unsigned max_conns; /**< open connections per worker (4096); at the
                                  limit new ones are accepted and closed */
         size_t out_cap;     /**< output bytes buffered per connection (1 MiB),
                                  at least 2 * rbuf */
-        unsigned rbuf;      /**< receive buffer per connection (16 KiB) */
+        unsigned rbuf;      /**< bytes one receive can bring (16 KiB): the size
+                                 of each provided buffer, or of each
+                                 connection's buffer in single-shot mode */
         unsigned ring_entries; /**< submission queue entries (1024) */
+        unsigned recv_bufs; /**< provided buffers per worker (512), a power of
+                                 two up to 32768; recv_bufs * rbuf <= 1 GiB */
+        unsigned flags;     /**< PC_KNET_SINGLE_RECV or 0 */
 };
 
 /**
@@ -80,13 +108,19 @@ struct pc_tcp_callbacks {
          * (-ECONNRESET for a reset, a connect error for clients). @c is
          * freed when this returns. */
         void (*on_close)(struct pc_conn *c, int err, void *arg);
+        /** The output drained to half of opts.out_cap after pc_conn_send()
+         * refused a write with -ENOBUFS: send again. Once per refusal (a
+         * second refusal before it runs still gives one call); not after
+         * the connection started closing. */
+        void (*on_writable)(struct pc_conn *c, void *arg);
 };
 
 /**
  * Listen on @addr:@port (IPv4 dotted quad; @port 0 picks a free port, the
  * same on every worker) with one SO_REUSEPORT socket per worker.
- * Errors: -EINVAL, -EADDRINUSE, -EBUSY (runtime running), -ENOMEM, or the
- * -errno of socket()/bind()/listen(). The thread that created @rt, before
+ * Errors: -EINVAL, -EADDRINUSE, -EBUSY (runtime running), -ENOMEM,
+ * -EMFILE/-ENFILE (out of file descriptors), or another -errno of
+ * socket()/bind()/listen(); on error no socket stays open. The thread that created @rt, before
  * pc_runtime_run().
  */
 int pc_tcp_listen(struct pc_runtime *rt, const char *addr, uint16_t port,
@@ -108,7 +142,9 @@ int pc_tcp_connect(const char *addr, uint16_t port, const struct pc_tcp_callback
 /**
  * Queue @len bytes of @data to @c (copied). Sent in order, batched with
  * the worker's other I/O at the end of its poller pass.
- * Errors: -ENOBUFS (would exceed opts.out_cap; nothing queued), -EPIPE
+ * Errors: -ENOBUFS (would exceed opts.out_cap; nothing queued; on_writable
+ * follows once the output drained), -EMSGSIZE (@len alone exceeds
+ * opts.out_cap: split it), -ENOMEM, -EPIPE
  * (closing or closed), -EINVAL, -EXDEV (not the connection's worker).
  * The connection's worker only.
  */
@@ -182,6 +218,10 @@ struct pc_knet_stats {
         uint64_t udp_rx;        /**< datagrams received */
         uint64_t udp_tx;        /**< datagrams sent */
         uint64_t udp_drops;     /**< datagrams the kernel refused to send */
+        uint64_t recv_multishot; /**< multishot recvs armed (0: single-shot) */
+        uint64_t recv_nobufs;   /**< multishot recvs ended for want of a
+                                     provided buffer (armed again) */
+        uint64_t writable;      /**< on_writable calls */
 };
 
 /**

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * TCP over the worker's ring: multishot accept on the worker's own
- * SO_REUSEPORT listener, one recv in flight per connection, buffered sends
- * with a per-connection cap, half-close, resets and the connection limit.
+ * SO_REUSEPORT listener, a multishot recv per connection drawing on the
+ * worker's provided buffers (or one single-shot recv in flight where the
+ * kernel lacks them), buffered sends with a per-connection cap, half-close,
+ * resets and the connection limit.
  *
  * A connection is freed only when nothing refers to it: each armed ring
  * operation and each callback in progress holds a reference (refs), so a
@@ -48,6 +50,7 @@ static void conn_free(struct pc_conn *c)
                 c->cb->on_close(c, c->err, c->arg);
         free(c->inflight.p);
         free(c->pending.p);
+        free(c->held.p);
         free(c->rbuf);
         free(c);
 }
@@ -95,21 +98,90 @@ static void fail_no_sqe(struct pc_conn *c)
         conn_error(c, -EBUSY);
 }
 
+static bool held_pending(const struct pc_conn *c)
+{
+        return c->held.off < c->held.len;
+}
+
+/* Append @len bytes to @b, growing it (doubling) as needed. */
+static int kbuf_put(struct kbuf *b, const void *data, size_t len)
+{
+        size_t need;
+
+        if (b->off == b->len)
+                b->off = b->len = 0;
+        need = b->len + len;
+        if (need > b->cap && b->off) {
+                /* Compact first: bytes before off are consumed. */
+                memmove(b->p, b->p + b->off, b->len - b->off);
+                b->len -= b->off;
+                b->off = 0;
+                need = b->len + len;
+        }
+        if (need > b->cap) {
+                size_t cap = b->cap ? b->cap : 4096;
+                char *p;
+
+                while (cap < need)
+                        cap *= 2;
+                p = realloc(b->p, cap);
+                if (p == NULL)
+                        return -ENOMEM;
+                b->p = p;
+                b->cap = cap;
+        }
+        memcpy(b->p + b->len, data, len);
+        b->len += len;
+        return 0;
+}
+
 static void arm_recv(struct pc_conn *c)
 {
+        struct kworker *kw = c->kw;
+        unsigned rbuf = kw->k->opts.rbuf;
         struct io_uring_sqe *sqe;
 
-        if (c->recv_armed || c->closing || c->dead || c->paused)
+        if (c->recv_armed || c->closing || c->dead || c->paused || c->held_eof ||
+            held_pending(c))
                 return;
-        sqe = pc__knet_sqe(c->kw);
+        if (!kw->mshot && c->rbuf == NULL && (c->rbuf = malloc(rbuf)) == NULL) {
+                conn_error(c, -ENOMEM);
+                return;
+        }
+        sqe = pc__knet_sqe(kw);
         if (sqe == NULL) {
                 fail_no_sqe(c);
                 return;
         }
-        io_uring_prep_recv(sqe, c->fd, c->rbuf, c->kw->k->opts.rbuf, 0);
+        if (kw->mshot) {
+                io_uring_prep_recv_multishot(sqe, c->fd, NULL, 0, 0);
+                sqe->flags |= IOSQE_BUFFER_SELECT;
+                sqe->buf_group = KNET_BGID;
+                kinc(&kw->st.recv_multishot, 1);
+        } else {
+                io_uring_prep_recv(sqe, c->fd, c->rbuf, rbuf, 0);
+        }
         set_ud(sqe, c, T_RECV);
+        c->recv_mshot = kw->mshot;
         c->recv_armed = true;
         c->refs++;
+}
+
+/* Stop a multishot recv (reading paused or closing). Submitted at once:
+ * whatever it brings until the kernel sees the cancel must be held. */
+static void cancel_recv(struct pc_conn *c)
+{
+        struct io_uring_sqe *sqe;
+
+        if (!c->recv_armed || !c->recv_mshot || c->recv_cancel)
+                return;
+        sqe = pc__knet_sqe(c->kw);
+        if (sqe == NULL)
+                return; /* the recv goes on; what it brings is held */
+        io_uring_prep_cancel64(sqe, (uint64_t)(uintptr_t)c | T_RECV, 0);
+        io_uring_sqe_set_data64(sqe, 0);
+        c->recv_cancel = true;
+        io_uring_submit(&c->kw->ring);
 }
 
 /* Send what is queued if no send is in flight: the in-flight buffer once
@@ -148,33 +220,148 @@ static void maybe_done(struct pc_conn *c)
                 finish(c, 0);
 }
 
-static void on_recv(struct pc_conn *c, int res)
+/* Stop reading while the next full receive could not be answered within
+ * the cap. */
+static void check_pause(struct pc_conn *c)
 {
         const struct pc_knet_opts *o = &c->kw->k->opts;
 
+        if (c->dead || c->closing || c->paused || buffered(c) + o->rbuf <= o->out_cap)
+                return;
+        c->paused = true;
+        kinc(&c->kw->st.backpressure, 1);
+        cancel_recv(c);
+}
+
+/* @len bytes arrived: hand them to on_data, or keep them while reading is
+ * paused (or older kept bytes wait). Dropped once the connection closes. */
+static void deliver(struct pc_conn *c, const char *p, size_t len)
+{
+        kinc(&c->kw->st.bytes_in, len);
+        if (c->dead || c->closing)
+                return;
+        if (c->paused || held_pending(c)) {
+                if (kbuf_put(&c->held, p, len))
+                        conn_error(c, -ENOMEM);
+                else
+                        cancel_recv(c); /* if none could be queued before */
+                return;
+        }
+        if (c->cb->on_data)
+                c->cb->on_data(c, p, len, c->arg);
+        check_pause(c);
+}
+
+/* The peer shut its write side. */
+static void peer_eof(struct pc_conn *c)
+{
+        if (c->dead || c->closing)
+                return;
+        if (c->paused || held_pending(c)) {
+                c->held_eof = true;
+                return;
+        }
+        if (c->cb->on_data)
+                c->cb->on_data(c, NULL, 0, c->arg);
+        c->closing = true;
+        maybe_done(c);
+}
+
+/* The output drained: deliver what was held while paused (one receive's
+ * worth at a time, so the pause rule still holds), then read again. */
+static void resume(struct pc_conn *c)
+{
+        unsigned rbuf = c->kw->k->opts.rbuf;
+
+        c->paused = false;
+        while (held_pending(c) && !c->paused && !c->dead && !c->closing) {
+                size_t n = c->held.len - c->held.off;
+                const char *p = c->held.p + c->held.off;
+
+                if (n > rbuf)
+                        n = rbuf;
+                /* Nothing appends to @held during the call: that takes a
+                 * completion, and none is reaped inside a callback. */
+                c->held.off += n;
+                if (c->cb->on_data)
+                        c->cb->on_data(c, p, n, c->arg);
+                check_pause(c);
+        }
+        if (!held_pending(c)) {
+                /* Held input is the exception: give its memory back. */
+                free(c->held.p);
+                memset(&c->held, 0, sizeof(c->held));
+                if (c->held_eof && !c->paused) {
+                        c->held_eof = false;
+                        peer_eof(c);
+                }
+        }
+        arm_recv(c);
+}
+
+static void on_recv(struct pc_conn *c, int res)
+{
         c->recv_armed = false;
         if (c->dead)
                 return;
         if (res > 0) {
-                kinc(&c->kw->st.bytes_in, (uint64_t)res);
-                if (c->cb->on_data)
-                        c->cb->on_data(c, c->rbuf, (size_t)res, c->arg);
-                if (c->dead || c->closing)
-                        return;
-                /* Stop reading while the next full receive could not be
-                 * answered within the cap. */
-                if (buffered(c) + o->rbuf > o->out_cap) {
-                        c->paused = true;
-                        kinc(&c->kw->st.backpressure, 1);
-                        return;
-                }
+                deliver(c, c->rbuf, (size_t)res);
                 arm_recv(c);
         } else if (res == 0) {
-                if (c->cb->on_data)
-                        c->cb->on_data(c, NULL, 0, c->arg);
-                c->closing = true;
-                maybe_done(c);
-        } else if (res == -EINTR || res == -EAGAIN) {
+                peer_eof(c);
+        } else if (res == -EINTR || res == -EAGAIN || res == -ECANCELED) {
+                /* -ECANCELED: the run ended (knet_worker_stop). */
+                arm_recv(c);
+        } else {
+                conn_error(c, res);
+        }
+}
+
+static void buf_give(struct kworker *kw, unsigned bid)
+{
+        unsigned rbuf = kw->k->opts.rbuf;
+
+        io_uring_buf_ring_add(kw->br, kw->bufs + (size_t)bid * rbuf, rbuf, (unsigned short)bid,
+                              io_uring_buf_ring_mask(kw->nbufs), 0);
+        io_uring_buf_ring_advance(kw->br, 1);
+}
+
+/* A multishot recv's completion: data in a provided buffer (given back once
+ * on_data returned), or its end (no IORING_CQE_F_MORE), armed again unless
+ * the connection paused, closes or failed. */
+static void on_mrecv(struct pc_conn *c, int res, unsigned flags)
+{
+        struct kworker *kw = c->kw;
+
+        if (!(flags & IORING_CQE_F_MORE)) {
+                c->recv_armed = false;
+                c->recv_cancel = false;
+        }
+        if (flags & IORING_CQE_F_BUFFER) {
+                unsigned bid = flags >> IORING_CQE_BUFFER_SHIFT;
+
+                if (res > 0) {
+                        kw->mshot_seen = true;
+                        deliver(c, kw->bufs + (size_t)bid * kw->k->opts.rbuf, (size_t)res);
+                }
+                buf_give(kw, bid);
+        }
+        if (c->recv_armed || c->dead)
+                return;
+        if (res == 0) {
+                peer_eof(c);
+        } else if (res == -ENOBUFS) {
+                /* The ring ran dry. The buffers this pass gives back are
+                 * there before the new recv is submitted (end of the pass). */
+                kinc(&kw->st.recv_nobufs, 1);
+                arm_recv(c);
+        } else if (res == -EINVAL && !kw->mshot_seen) {
+                /* Buffer rings (5.19) without multishot recv (6.0). */
+                pc_log(PC_LOG_INFO, "worker %u: no multishot recv; single-shot from now on",
+                       kw->id);
+                kw->mshot = false;
+                arm_recv(c);
+        } else if (res >= 0 || res == -ECANCELED || res == -EINTR || res == -EAGAIN) {
                 arm_recv(c);
         } else {
                 conn_error(c, res);
@@ -184,12 +371,13 @@ static void on_recv(struct pc_conn *c, int res)
 static void on_send(struct pc_conn *c, int res)
 {
         const struct pc_knet_opts *o = &c->kw->k->opts;
+        size_t low = o->out_cap / 2;
 
         c->send_armed = false;
         if (c->dead)
                 return;
         if (res < 0) {
-                if (res == -EINTR || res == -EAGAIN)
+                if (res == -EINTR || res == -EAGAIN || res == -ECANCELED)
                         kick_send(c);
                 else
                         conn_error(c, res);
@@ -198,10 +386,17 @@ static void on_send(struct pc_conn *c, int res)
         kinc(&c->kw->st.bytes_out, (uint64_t)res);
         c->inflight.off += (size_t)res;
         kick_send(c);
-        if (c->paused && buffered(c) <= o->out_cap / 2) {
-                c->paused = false;
-                arm_recv(c);
+        if (c->want_writable && !c->closing && buffered(c) <= low) {
+                c->want_writable = false;
+                if (c->cb->on_writable) {
+                        kinc(&c->kw->st.writable, 1);
+                        c->cb->on_writable(c, c->arg);
+                        if (c->dead)
+                                return;
+                }
         }
+        if (c->paused && buffered(c) <= low)
+                resume(c);
         maybe_done(c);
 }
 
@@ -212,11 +407,6 @@ static struct pc_conn *conn_new(struct kworker *kw, int fd, const struct pc_tcp_
 
         if (c == NULL)
                 return NULL;
-        c->rbuf = malloc(kw->k->opts.rbuf);
-        if (c->rbuf == NULL) {
-                free(c);
-                return NULL;
-        }
         c->kw = kw;
         c->fd = fd;
         c->cb = cb;
@@ -308,7 +498,13 @@ void pc__tcp_complete(struct kworker *kw, unsigned tag, void *ptr, int res, unsi
                 on_accept(ptr, res, flags);
                 return;
         case T_RECV:
-                on_recv(c, res);
+                if (c->recv_mshot) {
+                        on_mrecv(c, res, flags);
+                        if (flags & IORING_CQE_F_MORE)
+                                return; /* still armed: keeps its reference */
+                } else {
+                        on_recv(c, res);
+                }
                 break;
         case T_SEND:
                 on_send(c, res);
@@ -431,8 +627,7 @@ int pc_tcp_connect(const char *addr, uint16_t port, const struct pc_tcp_callback
 int pc_conn_send(struct pc_conn *c, const void *data, size_t len)
 {
         struct kworker *kw;
-        struct kbuf *b;
-        size_t need, total;
+        size_t total;
 
         if (c == NULL || (data == NULL && len))
                 return -EINVAL;
@@ -443,38 +638,16 @@ int pc_conn_send(struct pc_conn *c, const void *data, size_t len)
                 return -EPIPE;
         if (len == 0)
                 return 0;
+        if (len > kw->k->opts.out_cap)
+                return -EMSGSIZE;
         total = buffered(c) + len;
         if (total > kw->k->opts.out_cap) {
                 kinc(&kw->st.send_refused, 1);
+                c->want_writable = true;
                 return -ENOBUFS;
         }
-        b = &c->pending;
-        if (b->off == b->len)
-                b->off = b->len = 0;
-        need = b->len + len;
-        if (need > b->cap) {
-                size_t cap = b->cap ? b->cap : 4096;
-                char *p;
-
-                while (cap < need)
-                        cap *= 2;
-                if (b->off) {
-                        /* Compact first: bytes before off are sent. */
-                        memmove(b->p, b->p + b->off, b->len - b->off);
-                        b->len -= b->off;
-                        b->off = 0;
-                        need = b->len + len;
-                }
-                if (need > b->cap) {
-                        p = realloc(b->p, cap);
-                        if (p == NULL)
-                                return -ENOMEM;
-                        b->p = p;
-                        b->cap = cap;
-                }
-        }
-        memcpy(b->p + b->len, data, len);
-        b->len += len;
+        if (kbuf_put(&c->pending, data, len))
+                return -ENOMEM;
         if (total > atomic_load_explicit(&kw->st.out_max, memory_order_relaxed))
                 atomic_store_explicit(&kw->st.out_max, total, memory_order_relaxed);
         kick_send(c);
@@ -490,6 +663,7 @@ int pc_conn_close(struct pc_conn *c)
         if (c->closing || c->dead)
                 return 0;
         c->closing = true;
+        cancel_recv(c);
         maybe_done(c);
         return 0;
 }
@@ -528,6 +702,7 @@ void pc__tcp_destroy(struct knet *k)
                         close(c->fd);
                         free(c->inflight.p);
                         free(c->pending.p);
+                        free(c->held.p);
                         free(c->rbuf);
                         free(c);
                 }
@@ -541,4 +716,64 @@ void pc__tcp_destroy(struct knet *k)
                 free(l);
         }
         k->nl = 0;
+}
+
+/* ---- provided buffers -------------------------------------------------------- */
+
+/* On the worker, once its ring exists: register the buffer ring, or leave
+ * the worker on single-shot recvs where the kernel has none (before 5.19 it
+ * refuses the registration with -EINVAL). */
+void pc__tcp_bufs_setup(struct kworker *kw)
+{
+        const struct pc_knet_opts *o = &kw->k->opts;
+        size_t ringsz = (size_t)o->recv_bufs * sizeof(struct io_uring_buf);
+        long page = sysconf(_SC_PAGESIZE);
+        struct io_uring_buf_reg reg;
+        void *br;
+        int rc;
+
+        if (o->flags & PC_KNET_SINGLE_RECV)
+                return;
+        if (posix_memalign(&br, page > 0 ? (size_t)page : 4096, ringsz))
+                goto nomem;
+        kw->br = br;
+        kw->bufs = malloc((size_t)o->recv_bufs * o->rbuf);
+        if (kw->bufs == NULL)
+                goto nomem;
+        memset(br, 0, ringsz);
+        io_uring_buf_ring_init(kw->br);
+        memset(&reg, 0, sizeof(reg));
+        reg.ring_addr = (uint64_t)(uintptr_t)br;
+        reg.ring_entries = o->recv_bufs;
+        reg.bgid = KNET_BGID;
+        rc = io_uring_register_buf_ring(&kw->ring, &reg, 0);
+        if (rc) {
+                pc_log(PC_LOG_INFO, "worker %u: no provided-buffer ring (%s); single-shot recv",
+                       kw->id, pc_strerror(rc));
+                pc__tcp_bufs_free(kw);
+                return;
+        }
+        kw->nbufs = o->recv_bufs;
+        for (unsigned i = 0; i < kw->nbufs; i++)
+                io_uring_buf_ring_add(kw->br, kw->bufs + (size_t)i * o->rbuf, o->rbuf,
+                                      (unsigned short)i, io_uring_buf_ring_mask(kw->nbufs),
+                                      (int)i);
+        io_uring_buf_ring_advance(kw->br, (int)kw->nbufs);
+        kw->mshot = true;
+        return;
+nomem:
+        pc_log(PC_LOG_WARN, "worker %u: no memory for %u receive buffers; single-shot recv",
+               kw->id, o->recv_bufs);
+        pc__tcp_bufs_free(kw);
+}
+
+/* After the ring is gone (or never took them). */
+void pc__tcp_bufs_free(struct kworker *kw)
+{
+        free(kw->br);
+        free(kw->bufs);
+        kw->br = NULL;
+        kw->bufs = NULL;
+        kw->nbufs = 0;
+        kw->mshot = false;
 }

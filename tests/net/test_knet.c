@@ -19,6 +19,8 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 
+#include <liburing.h>
+
 #include "pc_test.h"
 #include "pc_knet.h"
 
@@ -161,6 +163,52 @@ static uint8_t pattern(unsigned k, size_t i)
         return (uint8_t)(k * 131u + i * 7u + (i >> 9));
 }
 
+/* Whether this kernel takes a provided-buffer ring (5.19; multishot recv
+ * came in 6.0, but a kernel with one and not the other is rare). */
+static bool kernel_has_buf_ring(void)
+{
+        static int known = -1;
+        struct io_uring ring;
+        struct io_uring_buf_reg reg;
+        void *br;
+
+        if (known >= 0)
+                return known;
+        known = 0;
+        if (io_uring_queue_init(8, &ring, 0))
+                return false;
+        if (posix_memalign(&br, 4096, 4096) == 0) {
+                memset(br, 0, 4096);
+                memset(&reg, 0, sizeof(reg));
+                reg.ring_addr = (uint64_t)(uintptr_t)br;
+                reg.ring_entries = 8;
+                known = io_uring_register_buf_ring(&ring, &reg, 0) == 0;
+                io_uring_queue_exit(&ring);
+                free(br);
+        } else {
+                io_uring_queue_exit(&ring);
+        }
+        return known;
+}
+
+/* The receive mode a test asks for: PC_KNET_SINGLE_RECV or 0 (the
+ * default, multishot where the kernel has it). */
+static unsigned recv_flags(void **state)
+{
+        return *state ? *(const unsigned *)*state : 0;
+}
+
+static const unsigned single_recv = PC_KNET_SINGLE_RECV;
+
+/* The stats show the receive mode in use. */
+static void check_recv_mode(const struct pc_knet_stats *st, unsigned flags)
+{
+        if ((flags & PC_KNET_SINGLE_RECV) || !kernel_has_buf_ring())
+                assert_int_equal(st->recv_multishot, 0);
+        else
+                assert_true(st->recv_multishot > 0);
+}
+
 static void raise_nofile(void)
 {
         struct rlimit r;
@@ -257,13 +305,15 @@ static void *many_client(void *arg)
 
 static void test_many_clients(void **state)
 {
+        /* Few provided buffers, so thousands of connections run the ring
+         * dry and multishot recvs end with ENOBUFS and are armed again. */
+        struct pc_knet_opts o = {.recv_bufs = 64, .flags = recv_flags(state)};
         struct srv s;
         struct many m = {0};
         struct pc_knet_stats st;
 
-        (void)state;
         raise_nofile();
-        srv_create(&s, 3, NULL);
+        srv_create(&s, 3, &o);
         m.port = s.port;
         m.n = (unsigned)pc_test_scaled(1000);
         if (m.n < 200)
@@ -289,6 +339,7 @@ static void test_many_clients(void **state)
         assert_int_equal(st.conns, 0);
         assert_int_equal(atomic_load(&closes_clean), m.n);
         assert_int_equal(atomic_load(&closes_err), 0);
+        check_recv_mode(&st, o.flags);
         /* The kernel spread the connections over the workers' listeners. */
         unsigned busy = 0;
         for (int w = 0; w < 3; w++) {
@@ -371,21 +422,27 @@ static void *slow_client(void *arg)
 
 static void test_slow_reader(void **state)
 {
-        struct pc_knet_opts o = {.out_cap = SLOW_CAP, .rbuf = 16u << 10};
+        struct pc_knet_opts o = {.out_cap = SLOW_CAP, .rbuf = 16u << 10, .recv_bufs = 16,
+                                 .flags = recv_flags(state)};
         struct srv s;
         struct slow sl = {.s = &s};
         struct pc_knet_stats st;
+        size_t held_max;
 
-        (void)state;
         srv_create(&s, 1, &o);
         srv_run(&s, slow_client, &sl);
         assert_true(sl.at_stall.backpressure >= 1);
         /* What the server held for us never exceeded the cap... */
         assert_true(sl.at_stall.out_max <= SLOW_CAP);
         assert_true(sl.at_stall.out_max > SLOW_CAP / 2);
-        /* ...and it stopped reading: it took about the cap plus what the
-         * kernel buffers hold, not the gigabytes a client could send. */
-        assert_true(sl.at_stall.bytes_in - sl.at_stall.bytes_out <= SLOW_CAP);
+        /* ...and it stopped reading: it took the cap plus what one pass of
+         * receives can bring (one buffer single-shot; with multishot, at
+         * most the worker's provided buffers before the pause cancels the
+         * recv), not the gigabytes a client could send. */
+        st = stats(s.rt);
+        held_max = st.recv_multishot ? (size_t)o.recv_bufs * o.rbuf : 0;
+        assert_true(sl.at_stall.bytes_in - sl.at_stall.bytes_out <= SLOW_CAP + held_max);
+        check_recv_mode(&st, o.flags);
         assert_int_equal(sl.rcvd, sl.sent);
         assert_int_equal(sl.bad, 0);
         st = stats(s.rt);
@@ -644,6 +701,368 @@ static void test_udp_echo(void **state)
         pc_runtime_destroy(s.rt);
 }
 
+/* ---- a producer that resumes from on_writable ---------------------------------- */
+
+#define PROD_CAP (256u << 10)
+#define PROD_TOTAL (8u << 20)
+
+/* One connection's producer, on the server's single worker. */
+static struct {
+        size_t sent;
+        unsigned refused, writable, emsgsize;
+        int err;
+} prod;
+
+/* Send the stream in pieces of varying size until the backend refuses one
+ * (then on_writable calls again) or all of it is queued (then close). */
+static void prod_pump(struct pc_conn *c)
+{
+        static uint8_t chunk[65536];
+
+        while (prod.sent < PROD_TOTAL) {
+                size_t n = 1 + (prod.sent * 31u) % sizeof(chunk);
+                int rc;
+
+                if (n > PROD_TOTAL - prod.sent)
+                        n = PROD_TOTAL - prod.sent;
+                for (size_t j = 0; j < n; j++)
+                        chunk[j] = pattern(9, prod.sent + j);
+                rc = pc_conn_send(c, chunk, n);
+                if (rc == -ENOBUFS) {
+                        prod.refused++;
+                        return;
+                }
+                if (rc) {
+                        prod.err = rc;
+                        return;
+                }
+                prod.sent += n;
+        }
+        pc_conn_close(c);
+}
+
+static void prod_accept(struct pc_conn *c, void *arg)
+{
+        (void)arg;
+        /* One write larger than the cap can never be taken. */
+        if (pc_conn_send(c, NULL, 0) == 0 && pc_conn_send(c, (const void *)&prod, PROD_CAP + 1) ==
+                                                     -EMSGSIZE)
+                prod.emsgsize++;
+        prod_pump(c);
+}
+
+static void prod_writable(struct pc_conn *c, void *arg)
+{
+        (void)arg;
+        prod.writable++;
+        assert_true(pc_conn_buffered(c) <= PROD_CAP / 2);
+        prod_pump(c);
+}
+
+static const struct pc_tcp_callbacks prod_cb = {
+        .on_accept = prod_accept,
+        .on_writable = prod_writable,
+};
+
+struct prodc {
+        struct srv *s;
+        size_t rcvd;
+        unsigned bad;
+        bool eof;
+};
+
+static bool refused_once(const struct pc_knet_stats *st, void *arg)
+{
+        (void)arg;
+        return st->send_refused >= 1;
+}
+
+/* Connect and read nothing until the server's output is full, then read
+ * the whole stream: every byte once, in order, then EOF. */
+static void *prod_client(void *arg)
+{
+        struct prodc *pc = arg;
+        int fd = tcp_client(pc->s->port, false);
+        static uint8_t buf[65536];
+
+        assert_true(wait_for(pc->s->rt, refused_once, NULL));
+        usleep(50000);
+        for (;;) {
+                ssize_t r = recv(fd, buf, sizeof(buf), 0);
+
+                if (r <= 0) {
+                        pc->eof = r == 0;
+                        break;
+                }
+                for (ssize_t j = 0; j < r; j++)
+                        if (buf[j] != pattern(9, pc->rcvd + (size_t)j))
+                                pc->bad++;
+                pc->rcvd += (size_t)r;
+                /* Read slowly at first, so the producer stalls again. */
+                if (pc->rcvd < PROD_TOTAL / 4)
+                        usleep(1000);
+        }
+        close(fd);
+        return NULL;
+}
+
+static void test_writable(void **state)
+{
+        struct pc_knet_opts o = {.out_cap = PROD_CAP, .flags = recv_flags(state)};
+        struct pc_tcp_listener *l;
+        struct pc_config cfg;
+        struct pc_knet_stats st;
+        struct srv s;
+        struct prodc pc = {.s = &s};
+
+        memset(&prod, 0, sizeof(prod));
+        pc_test_config(&cfg, 1);
+        assert_int_equal(pc_runtime_create(&cfg, &s.rt), 0);
+        assert_int_equal(pc_knet_configure(s.rt, &o), 0);
+        assert_int_equal(pc_tcp_listen(s.rt, "127.0.0.1", 0, &prod_cb, NULL, &l), 0);
+        s.port = pc_tcp_listener_port(l);
+        srv_run(&s, prod_client, &pc);
+        assert_int_equal(prod.err, 0);
+        assert_int_equal(prod.emsgsize, 1);
+        assert_int_equal(prod.sent, PROD_TOTAL);
+        assert_true(pc.eof);
+        assert_int_equal(pc.rcvd, PROD_TOTAL);
+        assert_int_equal(pc.bad, 0);
+        /* Every refusal was answered by exactly one on_writable. */
+        assert_true(prod.refused >= 2);
+        assert_int_equal(prod.writable, prod.refused);
+        st = stats(s.rt);
+        assert_int_equal(st.writable, prod.writable);
+        assert_int_equal(st.send_refused, prod.refused);
+        assert_true(st.out_max <= PROD_CAP);
+        assert_int_equal(st.bytes_out, PROD_TOTAL);
+        pc_runtime_destroy(s.rt);
+}
+
+/* ---- out of file descriptors ---------------------------------------------------- */
+
+/* The lowest free descriptor: every one below it is in use. */
+static int lowest_free_fd(void)
+{
+        int fd = dup(0);
+
+        assert_true(fd >= 0);
+        close(fd);
+        return fd;
+}
+
+/* Allow no new descriptor in the process (those open stay valid). */
+static void nofile_set(struct rlimit *saved, rlim_t cur)
+{
+        struct rlimit r;
+
+        assert_int_equal(getrlimit(RLIMIT_NOFILE, saved), 0);
+        r = *saved;
+        r.rlim_cur = cur;
+        assert_int_equal(setrlimit(RLIMIT_NOFILE, &r), 0);
+}
+
+struct fdx {
+        struct srv *s;
+        int fd;              /* the client's socket, made while fds were left */
+        struct rlimit saved; /* the limit to restore */
+        _Atomic int connect_rc;
+        _Atomic bool connect_done;
+        struct pc_knet_stats limited;
+        bool echoed_while_limited, echoed_after;
+};
+
+static bool accept_failed_twice(const struct pc_knet_stats *st, void *arg)
+{
+        (void)arg;
+        return st->accept_errors >= 2;
+}
+
+static bool no_conns(const struct pc_knet_stats *st, void *arg)
+{
+        (void)arg;
+        return st->conns == 0;
+}
+
+static void fdx_connect(void *arg)
+{
+        struct fdx *x = arg;
+
+        atomic_store(&x->connect_rc, pc_tcp_connect("127.0.0.1", x->s->port, &echo_cb, NULL, NULL));
+        atomic_store(&x->connect_done, true);
+}
+
+/* The server started with no descriptor to spare: its accepts fail
+ * (counted, retried) and pc_tcp_connect() says -EMFILE; once descriptors
+ * are back the waiting connection is accepted and served. */
+static void *fdx_client(void *arg)
+{
+        struct fdx *x = arg;
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(x->s->port)};
+        struct pollfd p = {.fd = x->fd, .events = POLLIN};
+        char b[8];
+        size_t got = 0;
+
+        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        /* The handshake needs no descriptor; the server's accept does. */
+        assert_int_equal(connect(x->fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        assert_int_equal(send(x->fd, "fd-ok", 5, MSG_NOSIGNAL), 5);
+        assert_true(wait_for(x->s->rt, accept_failed_twice, NULL));
+        assert_int_equal(pc_runtime_inject(x->s->rt, fdx_connect, x), 0);
+        while (!atomic_load(&x->connect_done))
+                usleep(1000);
+        x->limited = stats(x->s->rt);
+        x->echoed_while_limited = poll(&p, 1, 50) > 0;
+        assert_int_equal(setrlimit(RLIMIT_NOFILE, &x->saved), 0);
+        /* The listener retries on its own and the connection gets its echo. */
+        while (got < 5) {
+                ssize_t r;
+
+                if (poll(&p, 1, 10000) <= 0)
+                        break;
+                r = recv(x->fd, b + got, sizeof(b) - got, 0);
+                if (r <= 0)
+                        break;
+                got += (size_t)r;
+        }
+        x->echoed_after = got == 5 && memcmp(b, "fd-ok", 5) == 0;
+        close(x->fd);
+        assert_true(wait_for(x->s->rt, no_conns, NULL));
+        return NULL;
+}
+
+static void test_fd_exhaustion(void **state)
+{
+        struct pc_runtime *rt;
+        struct pc_config cfg;
+        struct rlimit saved;
+        struct srv s;
+        struct fdx x = {.s = &s};
+        struct pc_knet_stats st;
+        int before;
+
+        (void)state;
+        /* Opening sockets before the run: a clean -EMFILE, nothing left
+         * open (with two workers the first socket succeeds, the second
+         * fails). */
+        pc_test_config(&cfg, 2);
+        assert_int_equal(pc_runtime_create(&cfg, &rt), 0);
+        before = lowest_free_fd();
+        nofile_set(&saved, (rlim_t)before + 1);
+        assert_int_equal(pc_tcp_listen(rt, "127.0.0.1", 0, &echo_cb, NULL, NULL), -EMFILE);
+        assert_int_equal(pc_kudp_bind(rt, "127.0.0.1", 0, udp_echo, NULL, NULL), -EMFILE);
+        assert_int_equal(setrlimit(RLIMIT_NOFILE, &saved), 0);
+        assert_int_equal(lowest_free_fd(), before);
+        pc_runtime_destroy(rt);
+
+        /* Accepting and connecting on a worker. The limit leaves room for
+         * the worker's ring and nothing else. io_uring reads the limit when
+         * an accept is armed, so it must be low before the run starts. */
+        srv_create(&s, 1, NULL);
+        x.fd = socket(AF_INET, SOCK_STREAM, 0);
+        assert_true(x.fd >= 0);
+        nofile_set(&x.saved, (rlim_t)lowest_free_fd() + 1);
+        srv_run(&s, fdx_client, &x);
+        assert_int_equal(atomic_load(&x.connect_rc), -EMFILE);
+        assert_false(x.echoed_while_limited);
+        assert_true(x.limited.accept_errors >= 2);
+        assert_int_equal(x.limited.accepted, 0);
+        assert_true(x.echoed_after);
+        st = stats(s.rt);
+        assert_int_equal(st.accepted, 1);
+        assert_int_equal(st.conns, 0);
+        pc_runtime_destroy(s.rt);
+}
+
+/* ---- running twice -------------------------------------------------------------- */
+
+struct twice {
+        struct srv *s;
+        uint16_t port2;
+        int keep; /* a connection open across both runs */
+        unsigned round;
+        bool ok[4];
+};
+
+static bool echo_on(int fd, const char *msg)
+{
+        char b[32];
+        size_t len = strlen(msg), got = 0;
+
+        if (send(fd, msg, len, MSG_NOSIGNAL) != (ssize_t)len)
+                return false;
+        while (got < len) {
+                ssize_t r = recv(fd, b + got, sizeof(b) - got, 0);
+                if (r <= 0)
+                        return false;
+                got += (size_t)r;
+        }
+        return memcmp(b, msg, len) == 0;
+}
+
+static void *twice_client(void *arg)
+{
+        struct twice *t = arg;
+
+        if (t->round == 0) {
+                t->keep = tcp_client(t->s->port, false);
+                t->ok[0] = echo_on(t->keep, "first run");
+        } else {
+                bool fresh;
+
+                /* The connection from the first run, a new one on the old
+                 * listener, one on the listener added between the runs. */
+                t->ok[1] = echo_on(t->keep, "second run");
+                echo_once(t->s->port, "new conn", &fresh);
+                t->ok[2] = fresh;
+                echo_once(t->port2, "new listener", &fresh);
+                t->ok[3] = fresh;
+                close(t->keep);
+        }
+        return NULL;
+}
+
+static void *twice_wait_closed(void *arg)
+{
+        struct twice *t = arg;
+
+        twice_client(arg);
+        assert_true(wait_for(t->s->rt, no_conns, NULL));
+        return NULL;
+}
+
+/* pc_runtime_run() twice with listeners, UDP and a live connection: the
+ * second run serves the old connection and listener, a listener added in
+ * between, and ASan sees nothing leak at destroy. */
+static void test_run_twice(void **state)
+{
+        struct pc_knet_opts o = {.flags = recv_flags(state)};
+        struct pc_tcp_listener *l2;
+        struct pc_kudp *u;
+        struct srv s;
+        struct twice t = {.s = &s};
+        struct pc_knet_stats st;
+
+        srv_create(&s, 2, &o);
+        assert_int_equal(pc_kudp_bind(s.rt, "127.0.0.1", 0, udp_echo, NULL, &u), 0);
+        srv_run(&s, twice_client, &t);
+        assert_true(t.ok[0]);
+        assert_int_equal(pc_knet_configure(s.rt, &o), -EBUSY);
+        assert_int_equal(pc_tcp_listen(s.rt, "127.0.0.1", 0, &echo_cb, NULL, &l2), 0);
+        t.port2 = pc_tcp_listener_port(l2);
+        t.round = 1;
+        srv_run(&s, twice_wait_closed, &t);
+        assert_true(t.ok[1]);
+        assert_true(t.ok[2]);
+        assert_true(t.ok[3]);
+        st = stats(s.rt);
+        assert_int_equal(st.accepted, 3);
+        assert_int_equal(st.closed, 3);
+        assert_int_equal(atomic_load(&closes_clean), 3);
+        check_recv_mode(&st, o.flags);
+        pc_runtime_destroy(s.rt);
+}
+
 static void test_errors(void **state)
 {
         struct pc_runtime *rt;
@@ -668,11 +1087,18 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_errors),
                 cmocka_unit_test(test_many_clients),
+                cmocka_unit_test_prestate(test_many_clients, (void *)&single_recv),
                 cmocka_unit_test(test_slow_reader),
+                cmocka_unit_test_prestate(test_slow_reader, (void *)&single_recv),
                 cmocka_unit_test(test_resets),
                 cmocka_unit_test(test_conn_limit),
                 cmocka_unit_test(test_connect),
                 cmocka_unit_test(test_udp_echo),
+                cmocka_unit_test(test_writable),
+                cmocka_unit_test_prestate(test_writable, (void *)&single_recv),
+                cmocka_unit_test(test_fd_exhaustion),
+                cmocka_unit_test(test_run_twice),
+                cmocka_unit_test_prestate(test_run_twice, (void *)&single_recv),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
