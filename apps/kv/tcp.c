@@ -4,6 +4,7 @@
  * picks the protocol for the whole connection, as memcached does: 0x80 is
  * the binary protocol's request magic, anything else is ASCII.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +13,9 @@
 
 /* An input buffer this much larger than what it holds is given back. */
 #define IN_SHRINK 65536
+/* Replies go to the backend in pieces of at most this much, so a reply
+ * larger than its output cap still goes out, piece by piece. */
+#define SEND_PIECE 65536
 
 enum { PROTO_UNKNOWN = -1 };
 
@@ -19,10 +23,39 @@ struct conn {
         struct kv_sink sink; /* first: the sink callbacks cast back */
         struct pc_conn *pc;
         struct kv_parser parser;
-        struct buf in; /* bytes of an incomplete request */
+        struct buf in;      /* bytes of an incomplete request */
+        struct buf backlog; /* replies the backend refused (output full), in order */
+        size_t backlog_off;
         int proto;     /* enum kv_proto once the first byte came */
-        bool quitting; /* parse no more; close once the queue drains */
+        bool quitting; /* parse no more; close once every reply is out */
 };
+
+/* Hand @p[0..@len) to the backend; what it refuses (-ENOBUFS: the client
+ * is slow to read) waits in the backlog for on_writable. false: closed. */
+static bool send_pieces(struct conn *c, const char *p, size_t len)
+{
+        while (len) {
+                size_t n = len < SEND_PIECE ? len : SEND_PIECE;
+                int rc = pc_conn_send(c->pc, p, n);
+
+                if (rc == -ENOBUFS)
+                        break;
+                if (rc) {
+                        kv_wstats[pc_worker_id()].send_failed++;
+                        pc_conn_close(c->pc);
+                        return false;
+                }
+                p += n;
+                len -= n;
+        }
+        buf_add(&c->backlog, p, len);
+        if (c->backlog.oom) {
+                kv_wstats[pc_worker_id()].send_failed++;
+                pc_conn_close(c->pc);
+                return false;
+        }
+        return true;
+}
 
 static bool conn_send(struct kv_sink *k, const char *p, size_t len)
 {
@@ -32,21 +65,43 @@ static bool conn_send(struct kv_sink *k, const char *p, size_t len)
                 pc_conn_close(c->pc);
                 return false;
         }
-        if (pc_conn_send(c->pc, p, len)) {
-                /* -ENOBUFS: the client let more than the output cap pile up. */
-                kv_wstats[pc_worker_id()].send_failed++;
-                pc_conn_close(c->pc);
-                return false;
+        if (c->backlog.len > c->backlog_off) { /* keep the order */
+                buf_add(&c->backlog, p, len);
+                return !c->backlog.oom || (pc_conn_close(c->pc), false);
         }
-        return true;
+        return send_pieces(c, p, len);
+}
+
+static bool backlog_empty(const struct conn *c)
+{
+        return c->backlog.len == c->backlog_off;
 }
 
 static void conn_drained(struct kv_sink *k)
 {
         struct conn *c = (struct conn *)k;
 
-        if (c->quitting)
+        if (c->quitting && backlog_empty(c))
                 pc_conn_close(c->pc);
+}
+
+/* The backend took some output: move the backlog along. */
+static void on_writable(struct pc_conn *pc, void *arg)
+{
+        struct conn *c = pc_conn_data(pc);
+        struct buf rest = {0};
+
+        (void)arg;
+        if (c == NULL || backlog_empty(c))
+                return;
+        rest = c->backlog;
+        c->backlog = (struct buf){0};
+        if (send_pieces(c, rest.p + c->backlog_off, rest.len - c->backlog_off)) {
+                c->backlog_off = 0;
+                if (backlog_empty(c))
+                        conn_drained(&c->sink);
+        }
+        buf_free(&rest);
 }
 
 static void conn_release(struct kv_sink *k)
@@ -55,6 +110,7 @@ static void conn_release(struct kv_sink *k)
 
         kv_sink_fini(&c->sink);
         buf_free(&c->in);
+        buf_free(&c->backlog);
         free(c);
 }
 
@@ -79,6 +135,9 @@ static void on_accept(struct pc_conn *pc, void *arg)
         c->proto = PROTO_UNKNOWN;
         kv_parser_init(&c->parser, kv_set.item_max);
         pc_conn_set_data(pc, c);
+        /* Replies still on other workers when the client shuts its write
+         * side (printf ... | nc) are sent before we close. */
+        pc_conn_linger(pc);
         kv_wstats[w].curr_conns++;
         kv_wstats[w].total_conns++;
         if (kv_set.verbose > 1)
@@ -143,8 +202,13 @@ static void on_data(struct pc_conn *pc, const void *data, size_t len, void *arg)
         size_t n, off;
 
         (void)arg;
-        if (c == NULL || len == 0 || c->quitting)
+        if (c == NULL || c->quitting)
                 return;
+        if (len == 0) { /* the client is done sending: answer, then close */
+                c->quitting = true;
+                kv_sink_flush(&c->sink);
+                return;
+        }
         if (c->in.len) {
                 buf_add(&c->in, data, len);
                 p = c->in.p;
@@ -193,6 +257,7 @@ int kv_tcp_start(void)
                 .on_accept = on_accept,
                 .on_data = on_data,
                 .on_close = on_close,
+                .on_writable = on_writable,
         };
         struct pc_tcp_listener *l;
 

@@ -101,6 +101,8 @@ struct pc_conn {
         bool recv_mshot;  /* the armed recv is multishot */
         bool recv_cancel; /* a cancel for it is on its way */
         bool held_eof;
+        bool eof;      /* the peer shut its write side: no more reads */
+        bool linger;   /* after the peer's EOF, stay open until pc_conn_close() */
         bool want_writable; /* a send was refused: on_writable is owed */
         bool open;     /* on_accept ran; on_close will */
         bool paused;   /* reading stopped by backpressure */

@@ -102,7 +102,8 @@ struct pc_tcp_callbacks {
         void (*on_accept)(struct pc_conn *c, void *arg);
         /** @len bytes arrived (valid during the call). @len 0: the peer shut
          * its write side; the connection closes once what we queued has been
-         * sent (send the last replies now). */
+         * sent (send the last replies now), unless pc_conn_linger() asked
+         * to wait for pc_conn_close(). */
         void (*on_data)(struct pc_conn *c, const void *data, size_t len, void *arg);
         /** The connection is gone: @err 0 after a clean close, else -errno
          * (-ECONNRESET for a reset, a connect error for clients). @c is
@@ -156,6 +157,17 @@ int pc_conn_send(struct pc_conn *c, const void *data, size_t len);
  * The connection's worker only.
  */
 int pc_conn_close(struct pc_conn *c);
+
+/**
+ * Keep @c open for sending after its peer shuts its write side: the close
+ * that otherwise follows on_data(len 0) once the queued output is sent
+ * waits for the service's pc_conn_close() (a service whose last replies
+ * are still being computed elsewhere, say). Call it any time before the
+ * EOF, e.g. in on_accept. A reset still ends the connection.
+ * Errors: -EINVAL, -EXDEV (not the connection's worker), -EPIPE (closing
+ * or closed). The connection's worker only.
+ */
+int pc_conn_linger(struct pc_conn *c);
 
 /** Output bytes of @c not yet taken by the kernel. Its worker only. */
 size_t pc_conn_buffered(const struct pc_conn *c);

@@ -141,7 +141,7 @@ static void arm_recv(struct pc_conn *c)
         unsigned rbuf = kw->k->opts.rbuf;
         struct io_uring_sqe *sqe;
 
-        if (c->recv_armed || c->closing || c->dead || c->paused || c->held_eof ||
+        if (c->recv_armed || c->closing || c->dead || c->paused || c->held_eof || c->eof ||
             held_pending(c))
                 return;
         if (!kw->mshot && c->rbuf == NULL && (c->rbuf = malloc(rbuf)) == NULL) {
@@ -261,8 +261,11 @@ static void peer_eof(struct pc_conn *c)
                 c->held_eof = true;
                 return;
         }
+        c->eof = true;
         if (c->cb->on_data)
                 c->cb->on_data(c, NULL, 0, c->arg);
+        if (c->linger && !c->closing && !c->dead)
+                return; /* the service closes once its last reply is queued */
         c->closing = true;
         maybe_done(c);
 }
@@ -665,6 +668,18 @@ int pc_conn_close(struct pc_conn *c)
         c->closing = true;
         cancel_recv(c);
         maybe_done(c);
+        return 0;
+}
+
+int pc_conn_linger(struct pc_conn *c)
+{
+        if (c == NULL)
+                return -EINVAL;
+        if (pc__self == NULL || pc__self->id != c->kw->id)
+                return -EXDEV;
+        if (c->closing || c->dead)
+                return -EPIPE;
+        c->linger = true;
         return 0;
 }
 

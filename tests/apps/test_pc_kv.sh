@@ -178,6 +178,15 @@ ok = 1024 * 1024
 val = b"v" * ok
 ask(a, b"set big 0 0 %d\r\n" % ok + val + b"\r\n", b"STORED\r\n")
 ask(a, b"get big\r\n", b"VALUE big 0 %d\r\n" % ok + val + b"\r\nEND\r\n")
+# Replies larger than the connection's output cap (about 4 MB here) wait
+# for the client to read, in order, rather than end the connection.
+bigs = [b"big%d" % i for i in range(6)]
+for i, k in enumerate(bigs):
+    ask(a, b"set %s 0 0 %d\r\n" % (k, ok) + bytes([65 + i]) * ok + b"\r\n", b"STORED\r\n")
+want = b"".join(b"VALUE %s 0 %d\r\n" % (k, ok) + bytes([65 + i]) * ok + b"\r\n"
+                for i, k in enumerate(bigs)) + b"END\r\n"
+ask(a, (b"get " + b" ".join(bigs) + b"\r\n") * 2 + b"version\r\n",
+    want * 2 + b"VERSION 1.6.0-pc-kv\r\n")
 
 # Binary garbage: errors, never a crash.
 g = conn()
@@ -200,6 +209,24 @@ q.sendall(b"set q 0 0 1\r\nx\r\nquit\r\nget q\r\n")
 assert read_until(q, b"STORED\r\n") == b"STORED\r\n"
 assert q.recv(100) == b""
 ask(a, b"version\r\n", b"VERSION 1.6.0-pc-kv\r\n")
+
+# A client that shuts its write side right after its requests (printf |
+# nc) still gets every reply, those from other workers' shards included,
+# then the close.
+for k in keys[:30]:
+    ask(a, b"set " + k + b" 0 0 1\r\nh\r\n", b"STORED\r\n")
+h = conn()
+h.sendall(b"get " + b" ".join(keys[:30]) + b"\r\n" + b"".join(b"get " + k + b"\r\n" for k in keys[:30]))
+h.shutdown(socket.SHUT_WR)
+got = b""
+while True:
+    b = h.recv(65536)
+    if not b:
+        break
+    got += b
+one = lambda k: b"VALUE " + k + b" 0 1\r\nh\r\n"
+assert got == b"".join(one(k) for k in keys[:30]) + b"END\r\n" + \
+    b"".join(one(k) + b"END\r\n" for k in keys[:30]), got[-300:]
 print("client: ok")
 PY
 

@@ -839,6 +839,132 @@ static void test_writable(void **state)
         pc_runtime_destroy(s.rt);
 }
 
+/* ---- replies after the peer's EOF (pc_conn_linger) ------------------------------- */
+
+static struct {
+        struct pc_conn *c;
+        char got[64];
+        size_t len;
+        int late_send, linger_after, reclose;
+} lg;
+
+/* The last reply, from a task that runs after on_data(EOF) returned: with
+ * linger the connection is still open for it. */
+static void linger_reply(void *arg)
+{
+        (void)arg;
+        if (lg.c == NULL) { /* already closed and gone */
+                lg.late_send = -EPIPE;
+                return;
+        }
+        lg.late_send = pc_conn_send(lg.c, lg.got, lg.len);
+        if (lg.late_send == 0)
+                lg.late_send = pc_conn_send(lg.c, " bye", 4);
+        pc_conn_close(lg.c);
+        lg.reclose = pc_conn_close(lg.c); /* idempotent */
+}
+
+static void linger_accept(struct pc_conn *c, void *arg)
+{
+        bool *on = arg;
+
+        lg.c = c;
+        if (*on)
+                assert_int_equal(pc_conn_linger(c), 0);
+}
+
+static void linger_data(struct pc_conn *c, const void *data, size_t len, void *arg)
+{
+        (void)c;
+        (void)arg;
+        if (len) {
+                if (lg.len + len <= sizeof(lg.got)) {
+                        memcpy(lg.got + lg.len, data, len);
+                        lg.len += len;
+                }
+                return;
+        }
+        assert_int_equal(pc_spawn(linger_reply, NULL), 0);
+}
+
+static void linger_close(struct pc_conn *c, int err, void *arg)
+{
+        (void)arg;
+        lg.linger_after = pc_conn_linger(c); /* closed: -EPIPE */
+        lg.c = NULL;
+        atomic_fetch_add(err ? &closes_err : &closes_clean, 1);
+}
+
+static const struct pc_tcp_callbacks linger_cb = {
+        .on_accept = linger_accept,
+        .on_data = linger_data,
+        .on_close = linger_close,
+};
+
+static bool one_closed(const struct pc_knet_stats *st, void *arg)
+{
+        (void)arg;
+        return st->closed >= 1;
+}
+
+struct lingerc {
+        struct srv *s;
+        char reply[64];
+        ssize_t n;
+};
+
+/* Send, shut the write side, read to EOF. */
+static void *linger_client(void *arg)
+{
+        struct lingerc *lc = arg;
+        int fd = tcp_client(lc->s->port, false);
+        ssize_t r;
+
+        assert_int_equal(send(fd, "hello", 5, 0), 5);
+        assert_int_equal(shutdown(fd, SHUT_WR), 0);
+        lc->n = 0;
+        while ((r = recv(fd, lc->reply + lc->n, sizeof(lc->reply) - 1 - (size_t)lc->n, 0)) > 0)
+                lc->n += r;
+        close(fd);
+        assert_true(wait_for(lc->s->rt, one_closed, NULL));
+        return NULL;
+}
+
+static void test_linger(void **state)
+{
+        struct pc_tcp_listener *l;
+        struct pc_config cfg;
+
+        (void)state;
+        for (int on = 1; on >= 0; on--) {
+                bool linger = on;
+                struct srv s;
+                struct lingerc lc = {.s = &s};
+
+                memset(&lg, 0, sizeof(lg));
+                reset_counts();
+                pc_test_config(&cfg, 1);
+                assert_int_equal(pc_runtime_create(&cfg, &s.rt), 0);
+                assert_int_equal(pc_tcp_listen(s.rt, "127.0.0.1", 0, &linger_cb, &linger, &l), 0);
+                s.port = pc_tcp_listener_port(l);
+                srv_run(&s, linger_client, &lc);
+                assert_int_equal(closes_clean, 1);
+                assert_int_equal(lg.linger_after, -EPIPE);
+                if (linger) {
+                        /* Everything, then the close. */
+                        assert_int_equal(lg.late_send, 0);
+                        assert_int_equal(lg.reclose, 0);
+                        assert_int_equal(lc.n, 9);
+                        assert_memory_equal(lc.reply, "hello bye", 9);
+                } else {
+                        /* Without it the EOF closed the connection at once. */
+                        assert_int_equal(lg.late_send, -EPIPE);
+                        assert_int_equal(lc.n, 0);
+                }
+                pc_runtime_destroy(s.rt);
+        }
+}
+
 /* ---- out of file descriptors ---------------------------------------------------- */
 
 /* The lowest free descriptor: every one below it is in use. */
@@ -1086,6 +1212,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_errors),
+                cmocka_unit_test(test_linger),
                 cmocka_unit_test(test_many_clients),
                 cmocka_unit_test_prestate(test_many_clients, (void *)&single_recv),
                 cmocka_unit_test(test_slow_reader),
