@@ -2,7 +2,8 @@
 /*
  * The bench's own TCP load generator: one client thread, a fixed set of
  * loopback connections, one request in flight on each (ping-pong), driven
- * by epoll. A protocol says what a request is and when a reply is whole.
+ * by one io_uring (batched submissions, so the client is cheaper per
+ * request than the servers it measures). A protocol says what a request is and when a reply is whole.
  */
 #ifndef PC_BENCH_LGEN_H
 #define PC_BENCH_LGEN_H
