@@ -36,43 +36,15 @@ static uint64_t t_start;
 
 /* ---- the echo handlers ------------------------------------------------------ */
 
-typedef int (*udp_send_fn)(void *handle, const struct pc_udp_peer *to, uint16_t sport,
-                           const void *data, size_t len);
+/* UDP, one handler for both backends (pc_net.h's endpoint). */
+static struct pc_udp_ep udp_ep;
 
-/* The backend-neutral UDP echo. */
-static void udp_echo(void *handle, udp_send_fn send, const struct pc_udp_peer *from,
-                     uint16_t dport, const void *data, size_t len)
-{
-        (void)send(handle, from, dport, data, len);
-}
-
-static int kudp_send(void *h, const struct pc_udp_peer *to, uint16_t sport, const void *d,
-                     size_t len)
-{
-        return pc_kudp_send(h, to, sport, d, len);
-}
-
-static void kudp_rx(struct pc_kudp *s, const struct pc_udp_peer *from, uint16_t dport,
-                    const void *data, size_t len, void *arg)
+static void udp_echo(struct pc_udp_ep *ep, const struct pc_udp_peer *from, const void *data,
+                     size_t len, void *arg)
 {
         (void)arg;
-        udp_echo(s, kudp_send, from, dport, data, len);
+        (void)pc_udp_ep_send(ep, from, data, len);
 }
-
-#ifdef PC_HAVE_DPDK
-static int dudp_send(void *h, const struct pc_udp_peer *to, uint16_t sport, const void *d,
-                     size_t len)
-{
-        return pc_udp_send(h, to, sport, d, len);
-}
-
-static void dudp_rx(struct pc_port *p, const struct pc_udp_peer *from, uint16_t dport,
-                    const void *data, size_t len, void *arg)
-{
-        (void)arg;
-        udp_echo(p, dudp_send, from, dport, data, len);
-}
-#endif
 
 /* TCP: what arrives goes back. The backend pauses reading while a client
  * does not take its replies, so pc_conn_send() cannot overflow here. */
@@ -257,7 +229,6 @@ int main(int argc, char **argv)
         }
         if (be == BACKEND_KERNEL) {
                 struct pc_tcp_listener *l;
-                struct pc_kudp *u;
 
                 if (tcp_port && (rc = pc_tcp_listen(rt, addr, (uint16_t)tcp_port, &tcp_cb, NULL,
                                                     &l))) {
@@ -265,8 +236,8 @@ int main(int argc, char **argv)
                                 pc_strerror(rc));
                         goto fail;
                 }
-                if (udp_port &&
-                    (rc = pc_kudp_bind(rt, addr, (uint16_t)udp_port, kudp_rx, NULL, &u))) {
+                if (udp_port && (rc = pc_udp_ep_kernel(&udp_ep, rt, addr, (uint16_t)udp_port,
+                                                       udp_echo, NULL))) {
                         fprintf(stderr, "pc-echo: UDP %s:%lu: %s\n", addr, udp_port,
                                 pc_strerror(rc));
                         goto fail;
@@ -280,7 +251,7 @@ int main(int argc, char **argv)
                 if (rc == 0)
                         rc = pc_port_set_ipv4(p, ntohl(ia.s_addr));
                 if (rc == 0)
-                        rc = pc_udp_bind(p, (uint16_t)udp_port, dudp_rx, NULL);
+                        rc = pc_udp_ep_dpdk(&udp_ep, p, (uint16_t)udp_port, udp_echo, NULL);
                 if (rc) {
                         fprintf(stderr, "pc-echo: DPDK port 0: %s\n", pc_strerror(rc));
                         goto fail;

@@ -43,9 +43,7 @@ _Static_assert(sizeof(struct kv_wstat) == 64, "one counter block per cache line"
 
 int kv_tcp_start(void);
 int kv_udp_start_kernel(void);
-#ifdef PC_HAVE_DPDK
 int kv_udp_start_dpdk(struct pc_port *p);
-#endif
 
 static void kv_main(void *arg)
 {

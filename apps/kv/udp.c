@@ -8,32 +8,25 @@
  * request id. A datagram with a bad header is counted (udp_dropped) and
  * not answered, as memcached drops it.
  *
- * One handler for both backends: the kernel's per-worker SO_REUSEPORT
- * sockets (pc_kudp_*) and our own stack on a DPDK port (pc_udp_*); only
- * the send function differs.
+ * One handler for both backends through pc_net.h's endpoint: the
+ * kernel's per-worker SO_REUSEPORT sockets, or our own stack on a DPDK
+ * port.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kv_pvt.h"
-#include "pc_knet.h"
+#include "pc_net.h"
 #include "proto_udp.h"
-#ifdef PC_HAVE_DPDK
-#include "pc_dpdk.h"
-#endif
-
-typedef int (*udp_send_fn)(void *handle, const struct pc_udp_peer *to, uint16_t sport,
-                           const void *data, size_t len);
 
 /* The replies to one datagram. */
 struct udp_req {
         struct kv_sink sink; /* first: the sink callbacks cast back */
         struct buf reply;    /* every reply, in order */
-        void *handle;
-        udp_send_fn send;
+        struct pc_udp_ep *ep;
         struct pc_udp_peer peer;
-        uint16_t sport, id;
+        uint16_t id;
         bool parsed; /* every request in the datagram has been dispatched */
         bool broken; /* a reply could not be built: send nothing */
 };
@@ -65,7 +58,7 @@ static void udp_emit(struct udp_req *u)
                 size_t len = kv_udp_frame(u->id, u->reply.p, u->reply.len, i, frame,
                                           sizeof(frame));
 
-                if (len == 0 || u->send(u->handle, &u->peer, u->sport, frame, len))
+                if (len == 0 || pc_udp_ep_send(u->ep, &u->peer, frame, len))
                         kv_wstats[pc_worker_id()].send_failed++;
         }
 }
@@ -95,8 +88,8 @@ static const struct kv_sink_ops udp_ops = {
         .release = udp_release,
 };
 
-static void udp_datagram(void *handle, udp_send_fn send, const struct pc_udp_peer *from,
-                         uint16_t dport, const void *data, size_t len)
+static void udp_datagram(struct pc_udp_ep *ep, const struct pc_udp_peer *from,
+                         const void *data, size_t len, void *arg)
 {
         struct kv_wstat *ws = &kv_wstats[pc_worker_id()];
         struct kv_parser parser;
@@ -107,6 +100,7 @@ static void udp_datagram(void *handle, udp_send_fn send, const struct pc_udp_pee
         bool binary;
         int rc;
 
+        (void)arg;
         rc = kv_udp_parse(data, len, &h, &p, &n);
         if (rc == -EMSGSIZE) { /* a request over several datagrams */
                 char frame[KV_UDP_DGRAM_MAX];
@@ -115,7 +109,7 @@ static void udp_datagram(void *handle, udp_send_fn send, const struct pc_udp_pee
 
                 ws->udp_dropped++;
                 if (fl)
-                        (void)send(handle, from, dport, frame, fl);
+                        (void)pc_udp_ep_send(ep, from, frame, fl);
                 return;
         }
         if (rc || n == 0) {
@@ -129,10 +123,8 @@ static void udp_datagram(void *handle, udp_send_fn send, const struct pc_udp_pee
         }
         ws->udp_requests++;
         u->sink.ops = &udp_ops;
-        u->handle = handle;
-        u->send = send;
+        u->ep = ep;
         u->peer = *from;
-        u->sport = dport;
         u->id = h.req_id;
         kv_parser_init(&parser, kv_set.item_max);
         binary = (unsigned char)p[0] == KV_BIN_MAGIC_REQ;
@@ -178,42 +170,15 @@ static void udp_datagram(void *handle, udp_send_fn send, const struct pc_udp_pee
         kv_sink_flush(&u->sink);
 }
 
-static int kudp_send(void *h, const struct pc_udp_peer *to, uint16_t sport, const void *d,
-                     size_t len)
-{
-        return pc_kudp_send(h, to, sport, d, len);
-}
-
-static void kudp_rx(struct pc_kudp *s, const struct pc_udp_peer *from, uint16_t dport,
-                    const void *data, size_t len, void *arg)
-{
-        (void)arg;
-        udp_datagram(s, kudp_send, from, dport, data, len);
-}
+static struct pc_udp_ep kv_ep;
 
 int kv_udp_start_kernel(void)
 {
-        struct pc_kudp *s;
-
-        return pc_kudp_bind(kv_rt, kv_set.addr, (uint16_t)kv_set.udp_port, kudp_rx, NULL, &s);
-}
-
-#ifdef PC_HAVE_DPDK
-static int dudp_send(void *h, const struct pc_udp_peer *to, uint16_t sport, const void *d,
-                     size_t len)
-{
-        return pc_udp_send(h, to, sport, d, len);
-}
-
-static void dudp_rx(struct pc_port *p, const struct pc_udp_peer *from, uint16_t dport,
-                    const void *data, size_t len, void *arg)
-{
-        (void)arg;
-        udp_datagram(p, dudp_send, from, dport, data, len);
+        return pc_udp_ep_kernel(&kv_ep, kv_rt, kv_set.addr, (uint16_t)kv_set.udp_port,
+                                udp_datagram, NULL);
 }
 
 int kv_udp_start_dpdk(struct pc_port *p)
 {
-        return pc_udp_bind(p, (uint16_t)kv_set.udp_port, dudp_rx, NULL);
+        return pc_udp_ep_dpdk(&kv_ep, p, (uint16_t)kv_set.udp_port, udp_datagram, NULL);
 }
-#endif

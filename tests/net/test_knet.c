@@ -701,6 +701,37 @@ static void test_udp_echo(void **state)
         pc_runtime_destroy(s.rt);
 }
 
+/* The same echo through the backend-neutral endpoint (pc_net.h). */
+static void ep_echo(struct pc_udp_ep *ep, const struct pc_udp_peer *from, const void *data,
+                    size_t len, void *arg)
+{
+        assert_ptr_equal(arg, ep);
+        assert_int_equal(pc_udp_ep_send(ep, from, data, len), 0);
+}
+
+static void test_udp_endpoint(void **state)
+{
+        static struct pc_udp_ep ep, unbound;
+        struct srv s;
+        struct udpc uc = {.s = &s};
+        struct pc_knet_stats st;
+
+        (void)state;
+        srv_create(&s, 2, NULL);
+        assert_int_equal(pc_udp_ep_kernel(&ep, s.rt, "127.0.0.1", 0, ep_echo, &ep), 0);
+        assert_int_equal(pc_udp_ep_kernel(&unbound, s.rt, "x", 0, ep_echo, NULL), -EINVAL);
+        assert_int_equal(pc_udp_ep_kernel(&unbound, s.rt, "127.0.0.1", 0, NULL, NULL), -EINVAL);
+        assert_int_equal(pc_udp_ep_send(&unbound, NULL, "x", 1), -EINVAL);
+        assert_int_equal(pc_udp_ep_port(&unbound), 0);
+        uc.port = pc_udp_ep_port(&ep);
+        assert_true(uc.port != 0);
+        srv_run(&s, udp_client, &uc);
+        assert_int_equal(uc.ok, uc.sent);
+        st = stats(s.rt);
+        assert_int_equal(st.udp_tx, uc.sent);
+        pc_runtime_destroy(s.rt);
+}
+
 /* ---- a producer that resumes from on_writable ---------------------------------- */
 
 #define PROD_CAP (256u << 10)
@@ -1213,6 +1244,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_errors),
                 cmocka_unit_test(test_linger),
+                cmocka_unit_test(test_udp_endpoint),
                 cmocka_unit_test(test_many_clients),
                 cmocka_unit_test_prestate(test_many_clients, (void *)&single_recv),
                 cmocka_unit_test(test_slow_reader),
