@@ -12,31 +12,49 @@
  * in order (once the list is non-empty every new message joins it), and
  * the flush moves them into the ring as credits come back.
  *
- * Doorbell. Publishing stores the tail, then sets the ring's bit in the
- * receiver's doorbell if it is not already set, and wakes the receiver if
- * it was the word's first bit (if other bits were set, whoever set the
- * first one did the wake-up, and the receiver cannot sleep while any bit
- * is set). The receiver exchanges each non-zero word with zero, then drains
- * the rings whose bits it took: a publication after the exchange sets the
- * bit again, one before it is visible to the drain's tail load. An idle
- * poll reads (2N + 63) / 64 words and inspects no ring.
+ * Doorbell. A bit per inbound ring in the receiver's doorbell says "look
+ * at this ring". Publishing stores the tail (release), then reads the bit:
+ * set means the receiver is watching the ring, and nothing more is written
+ * to the shared line; clear means the sender sets it (a seq_cst RMW) and
+ * wakes the receiver if it was the word's first bit (if other bits were
+ * set, whoever set the first one did the wake-up, and the receiver cannot
+ * sleep while any bit is set). The receiver keeps a busy ring's bit set and
+ * polls its tail every iteration; it clears the bit only when the ring has
+ * been empty for PC_MBOX_COLD_POLLS polls in a row, or before it sleeps. So
+ * a stream of messages costs the sender a release store and a load of a
+ * line that does not move, and an idle poll of a receiver whose rings are
+ * quiet reads (2N + 63) / 64 words and inspects no ring.
  *
- * Fences. Every store and load in the two handshakes below is seq_cst, and
- * each is the Dekker pattern, so in the single total order of seq_cst
- * operations at least one side sees the other's store:
- *   - sender: store tail; load/RMW doorbell; load the receiver's sleeping
- *     flag (pc__wake). Receiver going to sleep: store sleeping (park());
- *     load doorbell (prepare_sleep()). Either the receiver sees the bit and
- *     stays up, or the sender sees it asleep and writes its eventfd. The
- *     skip of an already-set bit is safe because the receiver's exchange
- *     that clears it comes later in the total order, so its tail load comes
- *     after our tail store.
- *   - a sender out of credits: store want_space; load head. Receiver after a
- *     drain: store head; load want_space, and if set wake the sender. The
- *     sender's prepare_sleep() then reads want_space again after its
- *     sleeping store: still set means the receiver's exchange is later and
- *     will see it asleep. So a sender with overflow sleeps instead of
- *     spinning, and is woken as soon as space appears.
+ * Fences. Every handshake below is the Dekker pattern, so in the single
+ * total order S of seq_cst operations at least one side sees the other:
+ *   - a sender that found the bit set did not fence between its tail store
+ *     and that load, so the receiver may be clearing the bit at that very
+ *     moment without seeing the tail. The sender remembers the ring
+ *     (recheck) and, at the end of its poll (settle()), issues a seq_cst
+ *     fence and reads the bit again; clear means it sets it as above.
+ *     Receiver letting a ring go: clear the bit (seq_cst RMW), then load
+ *     the tail (seq_cst); a non-empty ring is drained. If the sender's
+ *     second load still sees the bit, the clear follows its fence in S, so
+ *     the receiver's tail load sees the tail stored before that fence; if
+ *     it sees the bit clear, it sets it again. A publication waits at most
+ *     until the end of the sender's iteration, and the sender does not
+ *     sleep with a recheck outstanding.
+ *   - sender setting a bit: RMW doorbell; load the receiver's sleeping flag
+ *     (pc__wake). Receiver going to sleep: store sleeping (park()); clear
+ *     every bit and check those rings, then load the doorbell
+ *     (prepare_sleep()). Either the receiver sees the bit or the work and
+ *     stays up, or the sender sees it asleep and writes its eventfd.
+ *   - a sender out of credits: store want_space; load head (both
+ *     seq_cst). Receiver: store head (release) after a drain, and at the
+ *     end of the poll, after the same fence, load want_space and if set
+ *     wake the sender. The sender's prepare_sleep() then reads want_space
+ *     again after its sleeping store: still set means the receiver's
+ *     exchange is later and will see it asleep. So a sender with overflow
+ *     sleeps instead of spinning, and is woken as soon as space appears.
+ *
+ * A poll thus costs at most one fence, and only when it moved something;
+ * the stores that make messages and space visible are plain releases, so
+ * the line transfers they cause overlap instead of stalling one another.
  *
  * Receiving. Messages run inside the poller, in place in the ring, up to
  * PC_MBOX_DRAIN_MAX per ring per poll (a ring left non-empty is remembered
@@ -78,21 +96,33 @@ static inline void clear_bit(uint64_t *map, unsigned i)
 
 /* ---- sending ------------------------------------------------------------- */
 
-/* Make what the sender wrote to outbound ring @idx visible and ring the
- * receiver's doorbell (see "Doorbell" and "Fences" above). */
-static void publish(struct pc__shard_worker *sw, unsigned idx, struct pc__mbox_out *o)
+/* Set the bit of outbound ring @idx in the receiver's doorbell, and wake
+ * the receiver if it was the word's first bit. */
+static void ring_bell(struct pc__shard_worker *sw, unsigned idx)
 {
         unsigned dst = idx / 2, bit = 2 * sw->id + idx % 2;
         _Atomic uint64_t *db = &sw->sh->in[dst]->doorbell[bit / 64];
-        uint64_t m = 1ull << (bit % 64);
 
-        atomic_store_explicit(&o->ring->tail, o->tail, memory_order_seq_cst);
+        if (atomic_fetch_or_explicit(db, 1ull << (bit % 64), memory_order_seq_cst) == 0 &&
+            dst != sw->id)
+                pc__wake(sw->sh->rt->workers[dst]);
+}
+
+/* Make what the sender wrote to outbound ring @idx visible. A receiver
+ * watching the ring costs nothing more than a load; otherwise ring its
+ * doorbell (see "Doorbell" and "Fences" above). */
+static void publish(struct pc__shard_worker *sw, unsigned idx, struct pc__mbox_out *o)
+{
+        unsigned bit = 2 * sw->id + idx % 2;
+        _Atomic uint64_t *db = &sw->sh->in[idx / 2]->doorbell[bit / 64];
+
+        atomic_store_explicit(&o->ring->tail, o->tail, memory_order_release);
         o->pending = 0;
         pc__shard_bump(&sw->c.flushes, 1);
-        if (atomic_load_explicit(db, memory_order_seq_cst) & m)
-                return;
-        if (atomic_fetch_or_explicit(db, m, memory_order_seq_cst) == 0 && dst != sw->id)
-                pc__wake(sw->sh->rt->workers[dst]);
+        if (atomic_load_explicit(db, memory_order_relaxed) & (1ull << (bit % 64)))
+                set_bit(sw->recheck, idx);
+        else
+                ring_bell(sw, idx);
 }
 
 /* Free slots the sender may write; reads the receiver's head only when the
@@ -258,7 +288,7 @@ static unsigned drain(struct pc__shard_worker *sw, unsigned idx)
         struct pc__ring *r = in_ring(sw->sh, sw->id, idx);
         struct pc__msg *slots = ring_slots(r);
         uint32_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
-        uint32_t n = atomic_load_explicit(&r->tail, memory_order_seq_cst) - head;
+        uint32_t n = atomic_load_explicit(&r->tail, memory_order_acquire) - head;
         unsigned src = idx / 2;
 
         pc__shard_bump(&sw->c.rings_inspected, 1);
@@ -282,13 +312,27 @@ static unsigned drain(struct pc__shard_worker *sw, unsigned idx)
                 else
                         run_call(sw, src, m);
         }
-        atomic_store_explicit(&r->head, head + n, memory_order_seq_cst);
-        /* The want_space handshake: our head store, then its flag. */
-        if (atomic_load_explicit(&r->want_space, memory_order_seq_cst) &&
-            atomic_exchange_explicit(&r->want_space, 0, memory_order_seq_cst) &&
-            src != sw->id)
-                pc__wake(sw->sh->rt->workers[src]);
+        /* The sender's want_space is looked at after the poll's fence. */
+        atomic_store_explicit(&r->head, head + n, memory_order_release);
+        set_bit(sw->drained, idx);
         return n;
+}
+
+/* Clear inbound ring @idx's doorbell bit, then look at the ring once more
+ * (see "Fences"): what arrived meanwhile is drained through carry. Returns
+ * true when the ring is empty. */
+static bool let_go(struct pc__shard_worker *sw, unsigned idx)
+{
+        struct pc__ring *r = in_ring(sw->sh, sw->id, idx);
+
+        sw->empty_polls[idx] = 0;
+        atomic_fetch_and_explicit(&sw->in->doorbell[idx / 64], ~(1ull << (idx % 64)),
+                                  memory_order_seq_cst);
+        if (atomic_load_explicit(&r->tail, memory_order_seq_cst) ==
+            atomic_load_explicit(&r->head, memory_order_relaxed))
+                return true;
+        set_bit(sw->carry, idx);
+        return false;
 }
 
 static unsigned drain_all(struct pc__shard_worker *sw)
@@ -297,33 +341,82 @@ static unsigned drain_all(struct pc__shard_worker *sw)
         unsigned n = 0;
 
         for (unsigned i = 0; i < sw->db_words; i++) {
-                uint64_t bits = sw->carry[i];
-                uint64_t peek = atomic_load_explicit(&db[i], memory_order_relaxed);
+                uint64_t ring = atomic_load_explicit(&db[i], memory_order_relaxed);
+                uint64_t bits = ring | sw->carry[i];
 
-                if (peek) {
-                        /* Start the misses on each flagged ring's tail line and
-                         * first unread slot (our head is ours to read), so they
-                         * overlap the exchange instead of following it. */
-                        for (uint64_t p = peek; p; p &= p - 1) {
-                                unsigned idx = i * 64 + (unsigned)__builtin_ctzll(p);
-                                struct pc__ring *r = in_ring(sw->sh, sw->id, idx);
-                                uint32_t h = atomic_load_explicit(&r->head,
-                                                                  memory_order_relaxed);
-                                __builtin_prefetch(&r->tail);
-                                __builtin_prefetch(&r->slots[h & sw->mask]);
-                        }
-                        bits |= atomic_exchange_explicit(&db[i], 0, memory_order_seq_cst);
-                }
                 if (bits == 0)
                         continue;
+                /* Start the misses on each ring's tail line and first unread
+                 * slot (our head is ours to read), so they overlap. */
+                for (uint64_t p = bits; p; p &= p - 1) {
+                        unsigned idx = i * 64 + (unsigned)__builtin_ctzll(p);
+                        struct pc__ring *r = in_ring(sw->sh, sw->id, idx);
+                        uint32_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
+
+                        __builtin_prefetch(&r->tail);
+                        __builtin_prefetch(&r->slots[h & sw->mask]);
+                }
                 sw->carry[i] = 0;
                 while (bits) {
                         unsigned b = (unsigned)__builtin_ctzll(bits);
+                        unsigned idx = i * 64 + b, got;
+
                         bits &= bits - 1;
-                        n += drain(sw, i * 64 + b);
+                        got = drain(sw, idx);
+                        n += got;
+                        /* A watched ring that stays empty is let go, so
+                         * an idle poll stops inspecting it. */
+                        if (got)
+                                sw->empty_polls[idx] = 0;
+                        else if ((ring >> b) & 1 &&
+                                 ++sw->empty_polls[idx] >= PC_MBOX_COLD_POLLS)
+                                let_go(sw, idx);
                 }
         }
         return n;
+}
+
+/*
+ * End of a poll: one seq_cst fence serves both handshakes whose other side
+ * fences on every try ("Fences"). Look again at the doorbell bits publish()
+ * found set, and at the want_space flag of every ring we drained.
+ */
+static void settle(struct pc__shard_worker *sw)
+{
+        uint64_t any = 0;
+
+        for (unsigned i = 0; i < sw->db_words; i++)
+                any |= sw->recheck[i] | sw->drained[i];
+        if (any == 0)
+                return;
+        atomic_thread_fence(memory_order_seq_cst);
+        for (unsigned i = 0; i < sw->db_words; i++) {
+                uint64_t bits = sw->recheck[i];
+
+                sw->recheck[i] = 0;
+                while (bits) {
+                        unsigned idx = i * 64 + (unsigned)__builtin_ctzll(bits);
+                        unsigned bit = 2 * sw->id + idx % 2;
+                        _Atomic uint64_t *db = &sw->sh->in[idx / 2]->doorbell[bit / 64];
+
+                        bits &= bits - 1;
+                        if (!(atomic_load_explicit(db, memory_order_relaxed) &
+                              (1ull << (bit % 64))))
+                                ring_bell(sw, idx);
+                }
+                bits = sw->drained[i];
+                sw->drained[i] = 0;
+                while (bits) {
+                        unsigned idx = i * 64 + (unsigned)__builtin_ctzll(bits);
+                        struct pc__ring *r = in_ring(sw->sh, sw->id, idx);
+
+                        bits &= bits - 1;
+                        if (atomic_load_explicit(&r->want_space, memory_order_relaxed) &&
+                            atomic_exchange_explicit(&r->want_space, 0, memory_order_seq_cst) &&
+                            idx / 2 != sw->id)
+                                pc__wake(sw->sh->rt->workers[idx / 2]);
+                }
+        }
 }
 
 /* ---- the poller ---------------------------------------------------------- */
@@ -339,6 +432,7 @@ static unsigned mbox_poll(void *arg)
         n += drain_all(sw);
         /* Last, so what the messages above sent goes out in this iteration. */
         n += flush_all(sw);
+        settle(sw);
         if (n == 0)
                 pc__shard_bump(&sw->c.idle_polls, 1);
         return n;
@@ -346,18 +440,29 @@ static unsigned mbox_poll(void *arg)
 
 /*
  * The worker stored its sleeping flag (seq_cst) before this runs; the
- * seq_cst loads here pair with the producers' seq_cst stores that precede
- * their load of that flag (see "Fences"). Refuse sleep while a ring has
- * work, a blocking job finished, something is unpublished, or overflow
- * could move now (want_space already taken by the receiver, or space seen).
+ * seq_cst operations here pair with the producers' (see "Fences"). Let go
+ * of every watched ring first, so that a sender publishing from now on
+ * rings the doorbell and wakes us. Refuse sleep while a ring has work, a
+ * blocking job finished, something is unpublished or not rechecked, or
+ * overflow could move now (want_space already taken by the receiver, or
+ * space seen).
  */
 static bool mbox_prepare_sleep(void *arg)
 {
         struct pc__shard_worker *sw = arg;
         uint32_t cap = sw->mask + 1;
+        bool empty = true;
 
         for (unsigned i = 0; i < sw->db_words; i++) {
-                if (sw->carry[i] ||
+                uint64_t bits = atomic_load_explicit(&sw->in->doorbell[i], memory_order_relaxed);
+
+                for (; bits; bits &= bits - 1)
+                        empty &= let_go(sw, i * 64 + (unsigned)__builtin_ctzll(bits));
+        }
+        if (!empty)
+                return false;
+        for (unsigned i = 0; i < sw->db_words; i++) {
+                if (sw->carry[i] || sw->recheck[i] ||
                     atomic_load_explicit(&sw->in->doorbell[i], memory_order_seq_cst))
                         return false;
         }
@@ -412,6 +517,7 @@ static void shard_free(struct pc__shard *sh)
 {
         for (unsigned i = 0; i < sh->n; i++) {
                 if (sh->sw[i]) {
+                        free(sh->sw[i]->empty_polls);
                         free(sh->sw[i]->out);
                         free(sh->sw[i]);
                 }
@@ -467,7 +573,8 @@ static int alloc_worker(struct pc__shard *sh, unsigned id)
         sw->mask = sh->ring_size - 1;
         sw->in = sh->in[id];
         sw->out = calloc(2 * (size_t)sh->n, sizeof(*sw->out));
-        if (sw->out == NULL)
+        sw->empty_polls = calloc(2 * (size_t)sh->n, sizeof(*sw->empty_polls));
+        if (sw->out == NULL || sw->empty_polls == NULL)
                 return -ENOMEM;
         return 0;
 }

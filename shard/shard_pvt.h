@@ -20,6 +20,7 @@
 #define PC_MBOX_BATCH 16       /* publish a ring's tail at least every 16 messages */
 #define PC_MBOX_DRAIN_MAX 256  /* most messages taken from one ring per poll */
 #define PC_MBOX_PREFETCH 4     /* slots ahead the receiver prefetches */
+#define PC_MBOX_COLD_POLLS 256 /* empty polls before a receiver lets a ring's bit go */
 #define PC_DB_WORDS (2 * PC_MAX_WORKERS / 64)
 
 enum { MBOX_REQ = 0, MBOX_REP = 1 };
@@ -62,8 +63,9 @@ struct pc__bjob;
 
 /* A receiver's block header; its rings follow it. */
 struct pc__mbox_in {
-        /* Bit 2 * src + kind: ring (src, kind) was published since the last
-         * drain. Senders set bits, the owner exchanges words to zero. */
+        /* Bit 2 * src + kind: ring (src, kind) has work or is being watched.
+         * Senders set bits; the owner keeps a bit set while the ring is
+         * busy and clears it once the ring stays empty (see mailbox.c). */
         _Atomic uint64_t doorbell[PC_DB_WORDS] PC_ALIGNED;
         /* Blocking-lane jobs finished for this worker (LIFO, MPSC). */
         _Atomic(struct pc__bjob *) completions PC_ALIGNED;
@@ -109,6 +111,9 @@ struct pc__shard_worker {
         struct pc_poller *poller;
         uint64_t dirty[PC_DB_WORDS]; /* outbound rings unpublished or overflowing */
         uint64_t carry[PC_DB_WORDS]; /* inbound rings the last drain left non-empty */
+        uint64_t recheck[PC_DB_WORDS]; /* outbound rings published without ringing */
+        uint64_t drained[PC_DB_WORDS]; /* inbound rings whose head moved this poll */
+        uint16_t *empty_polls;         /* [2N]: inbound ring's polls found empty in a row */
         struct pc__shard_counters c PC_ALIGNED; /* read by pc_shard_stats() */
 } PC_ALIGNED;
 
