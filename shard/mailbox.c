@@ -60,16 +60,21 @@
  * PC_MBOX_DRAIN_MAX per ring per poll (a ring left non-empty is remembered
  * in a local carry bitmap), then the head is published once per batch.
  *
- * Quiescence. A message counts as sent (pc__count_sent) when it is
- * accepted into a ring slot or the overflow list, and as received
+ * Quiescence. A message counts as sent (pc__count_sent) when its ring
+ * slot is published or when it joins the overflow list, and as received
  * (pc__count_recv) when the receiver takes it, so the runtime's
- * four-counter drain cannot end while a message is unpublished, in a ring,
- * or in overflow. The poller also refuses sleep while anything it holds is
- * unpublished or could be moved.
+ * four-counter drain cannot end while a message is in a ring or in
+ * overflow. An unpublished slot is not counted yet, but its sender is in
+ * the middle of an iteration (not quiet), and the poller publishes it
+ * before that iteration can end idle. The poller also refuses sleep while
+ * anything it holds is unpublished or could be moved.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "shard_pvt.h"
 
@@ -94,6 +99,12 @@ static inline void clear_bit(uint64_t *map, unsigned i)
         map[i / 64] &= ~(1ull << (i % 64));
 }
 
+/* Slots written since the last publication. */
+static inline uint32_t pending(const struct pc__mbox_out *o)
+{
+        return o->tail - o->pub;
+}
+
 /* ---- sending ------------------------------------------------------------- */
 
 /* Set the bit of outbound ring @idx in the receiver's doorbell, and wake
@@ -116,8 +127,18 @@ static void publish(struct pc__shard_worker *sw, unsigned idx, struct pc__mbox_o
         unsigned bit = 2 * sw->id + idx % 2;
         _Atomic uint64_t *db = &sw->sh->in[idx / 2]->doorbell[bit / 64];
 
+        uint32_t fresh = pending(o) - o->moved;
+
         atomic_store_explicit(&o->ring->tail, o->tail, memory_order_release);
-        o->pending = 0;
+        /* The fast path counts its messages here, once per batch: they
+         * cannot be received before this store, and a worker always
+         * publishes before its iteration ends (see "Quiescence"). */
+        if (fresh) {
+                pc__count_sent(sw->w, fresh);
+                pc__shard_bump(&sw->c.sent, fresh);
+        }
+        o->pub = o->tail;
+        o->moved = 0;
         pc__shard_bump(&sw->c.flushes, 1);
         if (atomic_load_explicit(db, memory_order_relaxed) & (1ull << (bit % 64)))
                 set_bit(sw->recheck, idx);
@@ -136,20 +157,21 @@ static inline uint32_t credits(struct pc__shard_worker *sw, struct pc__mbox_out 
         return cap - (o->tail - o->head_cache);
 }
 
-int pc__mbox_send(struct pc__shard_worker *sw, unsigned dst, unsigned kind,
-                  const struct pc__msg *m, struct pc_task **spare)
+/* The ring is (nearly) full by what the sender knows, or overflow is
+ * ahead of us: look at the receiver's head, then write a slot or queue @m
+ * on the overflow list. */
+static __attribute__((noinline)) int send_slow(struct pc__shard_worker *sw, unsigned idx,
+                                               const struct pc__msg *m,
+                                               struct pc_task **spare)
 {
-        unsigned idx = 2 * dst + kind;
         struct pc__mbox_out *o = &sw->out[idx];
         struct pc_task *t;
 
-        if (likely(o->ovf_head == NULL) && credits(sw, o) != 0) {
+        if (o->ovf_head == NULL && credits(sw, o) != 0) {
                 ring_slots(o->ring)[o->tail & sw->mask] = *m;
                 o->tail++;
-                pc__count_sent(sw->w, 1);
-                pc__shard_bump(&sw->c.sent, 1);
                 /* Publish a batch, or a full ring so the receiver can start. */
-                if (++o->pending >= PC_MBOX_BATCH || o->tail - o->head_cache == sw->mask + 1)
+                if (pending(o) >= PC_MBOX_BATCH || o->tail - o->head_cache == sw->mask + 1)
                         publish(sw, idx, o);
                 else
                         set_bit(sw->dirty, idx);
@@ -171,11 +193,65 @@ int pc__mbox_send(struct pc__shard_worker *sw, unsigned dst, unsigned kind,
                 o->ovf_head = t;
         o->ovf_tail = t;
         o->ovf_len++;
+        /* Overflow may outlive this iteration: count it now. */
         pc__count_sent(sw->w, 1);
         pc__shard_bump(&sw->c.sent, 1);
         pc__shard_bump(&sw->c.overflowed, 1);
         set_bit(sw->dirty, idx);
         return 0;
+}
+
+/* Write one message into a slot. Two 16-byte stores where SSE2 has them:
+ * the sender streams into lines the receiver read a lap ago, each store
+ * waits in the store buffer for its line, and fewer, wider stores keep
+ * more messages in flight. */
+static inline void slot_write(struct pc__msg *slot, union pc__msg_fn fn, void *arg,
+                              void (*done)(void *, void *), void *done_arg)
+{
+#ifdef __SSE2__
+        _mm_storeu_si128((__m128i *)(void *)slot,
+                         _mm_set_epi64x((long long)(uintptr_t)arg,
+                                        (long long)(uintptr_t)fn.submit));
+        _mm_storeu_si128((__m128i *)(void *)&slot->done,
+                         _mm_set_epi64x((long long)(uintptr_t)done_arg,
+                                        (long long)(uintptr_t)done));
+#else
+        slot->fn = fn;
+        slot->arg = arg;
+        slot->done = done;
+        slot->done_arg = done_arg;
+#endif
+}
+
+/* The send path, inlined into pc_submit() and pc_call(): while the sender
+ * knows of two free slots or more and nothing waits in overflow, a slot
+ * write and the new tail, nothing shared but the slot. */
+static inline __attribute__((always_inline)) int
+mbox_send(struct pc__shard_worker *sw, unsigned dst, unsigned kind, union pc__msg_fn fn,
+          void *arg, void (*done)(void *, void *), void *done_arg, struct pc_task **spare)
+{
+        unsigned idx = 2 * dst + kind;
+        struct pc__mbox_out *o = &sw->out[idx];
+        uint32_t n;
+
+        if (unlikely(o->tail - o->head_cache >= sw->mask) || unlikely(o->ovf_head != NULL)) {
+                struct pc__msg m = {.fn = fn, .arg = arg, .done = done, .done_arg = done_arg};
+                return send_slow(sw, idx, &m, spare);
+        }
+        slot_write(&ring_slots(o->ring)[o->tail & sw->mask], fn, arg, done, done_arg);
+        o->tail++;
+        n = pending(o);
+        if (n >= PC_MBOX_BATCH)
+                publish(sw, idx, o);
+        else if (n == 1)
+                set_bit(sw->dirty, idx);
+        return 0;
+}
+
+int pc__mbox_send(struct pc__shard_worker *sw, unsigned dst, unsigned kind,
+                  const struct pc__msg *m, struct pc_task **spare)
+{
+        return mbox_send(sw, dst, kind, m->fn, m->arg, m->done, m->done_arg, spare);
 }
 
 int pc__mbox_reserve(struct pc__shard_worker *sw, unsigned n, struct pc_task **spare)
@@ -210,7 +286,7 @@ static unsigned flush_one(struct pc__shard_worker *sw, unsigned idx)
         struct pc__mbox_out *o = &sw->out[idx];
         struct pc__msg *slots = ring_slots(o->ring);
         uint32_t cap = sw->mask + 1;
-        unsigned done = o->pending;
+        unsigned done = pending(o);
 
         for (;;) {
                 uint32_t c;
@@ -222,7 +298,7 @@ static unsigned flush_one(struct pc__shard_worker *sw, unsigned idx)
                                 memcpy(&slots[o->tail & sw->mask], t->reserved,
                                        sizeof(struct pc__msg));
                                 o->tail++;
-                                o->pending++;
+                                o->moved++;
                                 o->ovf_len--;
                                 done++;
                                 pc__task_release(sw->w, t);
@@ -233,7 +309,7 @@ static unsigned flush_one(struct pc__shard_worker *sw, unsigned idx)
                         o->ovf_tail = NULL;
                         break;
                 }
-                if (o->pending)
+                if (pending(o))
                         publish(sw, idx, o);
                 /* Still no credit: ask the receiver to wake us when it frees
                  * space, then look once more (the want_space handshake). */
@@ -243,7 +319,7 @@ static unsigned flush_one(struct pc__shard_worker *sw, unsigned idx)
                 if (o->tail - o->head_cache == cap)
                         break;
         }
-        if (o->pending)
+        if (pending(o))
                 publish(sw, idx, o);
         if (o->ovf_head == NULL)
                 clear_bit(sw->dirty, idx);
@@ -276,7 +352,7 @@ static void run_call(struct pc__shard_worker *sw, unsigned src, const struct pc_
         rep.arg = m->fn.call(m->arg);
         rep.done = NULL;
         rep.done_arg = m->done_arg;
-        rc = pc__mbox_send(sw, src, MBOX_REP, &rep, NULL);
+        rc = mbox_send(sw, src, MBOX_REP, rep.fn, rep.arg, rep.done, rep.done_arg, NULL);
         if (unlikely(rc))
                 pc_log(PC_LOG_ERROR, "pc_call reply from worker %u to %u lost: %s", sw->id,
                        src, pc_strerror(rc));
@@ -304,7 +380,10 @@ static unsigned drain(struct pc__shard_worker *sw, unsigned idx)
         for (uint32_t i = 0; i < n; i++) {
                 const struct pc__msg *m = &slots[(head + i) & sw->mask];
 
-                __builtin_prefetch(&slots[(head + i + PC_MBOX_PREFETCH) & sw->mask]);
+                /* Never past the tail: a line the sender is still filling
+                 * would have to be taken back from us, stalling it. */
+                if (i + PC_MBOX_PREFETCH < n)
+                        __builtin_prefetch(&slots[(head + i + PC_MBOX_PREFETCH) & sw->mask]);
                 if (idx & 1)
                         m->fn.reply(m->arg, m->done_arg);
                 else if (m->done == NULL)
@@ -354,7 +433,7 @@ static unsigned drain_all(struct pc__shard_worker *sw)
                         uint32_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
 
                         __builtin_prefetch(&r->tail);
-                        __builtin_prefetch(&r->slots[h & sw->mask]);
+                        (void)h;
                 }
                 sw->carry[i] = 0;
                 while (bits) {
@@ -475,7 +554,7 @@ static bool mbox_prepare_sleep(void *arg)
                         struct pc__mbox_out *o = &sw->out[i * 64 + b];
 
                         bits &= bits - 1;
-                        if (o->pending)
+                        if (pending(o))
                                 return false;
                         if (o->ovf_head == NULL)
                                 continue;
@@ -634,7 +713,6 @@ int pc_shard_init(struct pc_runtime *rt, const struct pc_shard_opts *opts)
 int pc_submit(unsigned dst, pc_task_fn fn, void *arg)
 {
         struct pc__shard_worker *sw;
-        struct pc__msg m;
         int rc;
 
         sw = pc__shard_self(&rc);
@@ -642,18 +720,14 @@ int pc_submit(unsigned dst, pc_task_fn fn, void *arg)
                 return rc;
         if (unlikely(fn == NULL || dst >= sw->n))
                 return -EINVAL;
-        m.fn.submit = fn;
-        m.arg = arg;
-        m.done = NULL;
-        m.done_arg = NULL;
-        return pc__mbox_send(sw, dst, MBOX_REQ, &m, NULL);
+        return mbox_send(sw, dst, MBOX_REQ, (union pc__msg_fn){.submit = fn}, arg, NULL, NULL,
+                         NULL);
 }
 
 int pc_call(unsigned dst, void *(*fn)(void *arg), void *arg,
             void (*done)(void *result, void *done_arg), void *done_arg)
 {
         struct pc__shard_worker *sw;
-        struct pc__msg m;
         int rc;
 
         sw = pc__shard_self(&rc);
@@ -661,11 +735,8 @@ int pc_call(unsigned dst, void *(*fn)(void *arg), void *arg,
                 return rc;
         if (unlikely(fn == NULL || done == NULL || dst >= sw->n))
                 return -EINVAL;
-        m.fn.call = fn;
-        m.arg = arg;
-        m.done = done;
-        m.done_arg = done_arg;
-        return pc__mbox_send(sw, dst, MBOX_REQ, &m, NULL);
+        return mbox_send(sw, dst, MBOX_REQ, (union pc__msg_fn){.call = fn}, arg, done, done_arg,
+                         NULL);
 }
 
 int pc_shard_stats(const struct pc_runtime *rt, unsigned w, struct pc_shard_stats *out)

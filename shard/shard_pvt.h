@@ -27,7 +27,7 @@ enum { MBOX_REQ = 0, MBOX_REP = 1 };
 
 /* One message, carried by value in the ring (two per cache line). */
 struct pc__msg {
-        union {
+        union pc__msg_fn {
                 pc_task_fn submit;                          /* REQ, done == NULL */
                 void *(*call)(void *arg);                   /* REQ, done != NULL */
                 void (*reply)(void *result, void *done_arg); /* REP */
@@ -76,9 +76,10 @@ _Static_assert(sizeof(struct pc__mbox_in) == 2 * PC_CACHE_LINE, "doorbell, compl
 /* A sender's view of one outbound ring. Owner only. */
 struct pc__mbox_out {
         struct pc__ring *ring;
-        uint32_t tail;       /* next slot to write; published up to ring->tail */
+        uint32_t tail;       /* next slot to write */
+        uint32_t pub;        /* ring->tail as last published; tail - pub are pending */
         uint32_t head_cache; /* consumer head last read: credits = cap - (tail - head_cache) */
-        uint32_t pending;    /* written since the last publication */
+        uint32_t moved;      /* of the pending, from overflow (already counted as sent) */
         uint32_t ovf_len;
         struct pc_task *ovf_head, *ovf_tail; /* waiting for credits, in order */
 };
