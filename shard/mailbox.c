@@ -425,15 +425,20 @@ static unsigned drain_all(struct pc__shard_worker *sw)
 
                 if (bits == 0)
                         continue;
-                /* Start the misses on each ring's tail line and first unread
-                 * slot (our head is ours to read), so they overlap. */
+                /* Start the misses on each ring's tail line, and on the first
+                 * unread slot of a ring that was empty last time (a reply
+                 * awaited: the two misses overlap). Not on a busy ring: that
+                 * line is likely still being filled by its sender. */
                 for (uint64_t p = bits; p; p &= p - 1) {
                         unsigned idx = i * 64 + (unsigned)__builtin_ctzll(p);
                         struct pc__ring *r = in_ring(sw->sh, sw->id, idx);
-                        uint32_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
 
                         __builtin_prefetch(&r->tail);
-                        (void)h;
+                        if (sw->empty_polls[idx]) {
+                                uint32_t h = atomic_load_explicit(&r->head,
+                                                                  memory_order_relaxed);
+                                __builtin_prefetch(&r->slots[h & sw->mask]);
+                        }
                 }
                 sw->carry[i] = 0;
                 while (bits) {
