@@ -157,6 +157,32 @@ static inline uint32_t credits(struct pc__shard_worker *sw, struct pc__mbox_out 
         return cap - (o->tail - o->head_cache);
 }
 
+/* Move overflow of outbound ring @idx into the ring, oldest first, while
+ * credits last, publishing as it goes. Returns the messages moved. */
+static unsigned ovf_move(struct pc__shard_worker *sw, unsigned idx, struct pc__mbox_out *o)
+{
+        struct pc__msg *slots = ring_slots(o->ring);
+        unsigned done = 0;
+        uint32_t c;
+
+        while (o->ovf_head && (c = credits(sw, o)) != 0) {
+                while (c-- && o->ovf_head) {
+                        struct pc_task *t = o->ovf_head;
+                        o->ovf_head = t->next;
+                        memcpy(&slots[o->tail & sw->mask], t->reserved, sizeof(struct pc__msg));
+                        o->tail++;
+                        o->moved++;
+                        o->ovf_len--;
+                        done++;
+                        pc__task_release(sw->w, t);
+                }
+                publish(sw, idx, o);
+        }
+        if (o->ovf_head == NULL)
+                o->ovf_tail = NULL;
+        return done;
+}
+
 /* The ring is (nearly) full by what the sender knows, or overflow is
  * ahead of us: look at the receiver's head, then write a slot or queue @m
  * on the overflow list. */
@@ -167,6 +193,12 @@ static __attribute__((noinline)) int send_slow(struct pc__shard_worker *sw, unsi
         struct pc__mbox_out *o = &sw->out[idx];
         struct pc_task *t;
 
+        /* Every PC_MBOX_BATCH messages overflowed, see whether the receiver
+         * made room, so a sender faster than its receiver keeps most
+         * messages in the ring instead of queueing them until its poll
+         * (and reads the receiver's head at most once per batch). */
+        if (o->ovf_head && (o->ovf_len & (PC_MBOX_BATCH - 1)) == 0)
+                ovf_move(sw, idx, o);
         if (o->ovf_head == NULL && credits(sw, o) != 0) {
                 ring_slots(o->ring)[o->tail & sw->mask] = *m;
                 o->tail++;
@@ -284,31 +316,13 @@ void pc__mbox_unreserve(struct pc__shard_worker *sw, struct pc_task *spare)
 static unsigned flush_one(struct pc__shard_worker *sw, unsigned idx)
 {
         struct pc__mbox_out *o = &sw->out[idx];
-        struct pc__msg *slots = ring_slots(o->ring);
         uint32_t cap = sw->mask + 1;
         unsigned done = pending(o);
 
         for (;;) {
-                uint32_t c;
-
-                while (o->ovf_head && (c = credits(sw, o)) != 0) {
-                        while (c-- && o->ovf_head) {
-                                struct pc_task *t = o->ovf_head;
-                                o->ovf_head = t->next;
-                                memcpy(&slots[o->tail & sw->mask], t->reserved,
-                                       sizeof(struct pc__msg));
-                                o->tail++;
-                                o->moved++;
-                                o->ovf_len--;
-                                done++;
-                                pc__task_release(sw->w, t);
-                        }
-                        publish(sw, idx, o);
-                }
-                if (o->ovf_head == NULL) {
-                        o->ovf_tail = NULL;
+                done += ovf_move(sw, idx, o);
+                if (o->ovf_head == NULL)
                         break;
-                }
                 if (pending(o))
                         publish(sw, idx, o);
                 /* Still no credit: ask the receiver to wake us when it frees
