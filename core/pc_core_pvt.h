@@ -268,8 +268,12 @@ struct pc_runtime {
         _Atomic uint64_t mon_samples, mon_retargets;
 };
 
-/* The calling thread's worker, NULL off-worker. */
-extern __thread struct pc_worker *pc__self;
+/* The calling thread's worker, NULL off-worker. Initial-exec: libpercore
+ * is linked at program start, never dlopen()ed, so the variable sits in
+ * static TLS and reading it is one %fs-relative load instead of a
+ * __tls_get_addr() call on every pc_submit() and spawn. */
+#define PC_TLS_IE __attribute__((tls_model("initial-exec")))
+extern __thread struct pc_worker *pc__self PC_TLS_IE;
 
 /*
  * Quiescence accounting for modules that carry work between workers

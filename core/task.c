@@ -11,7 +11,7 @@
 
 #include "pc_core_pvt.h"
 
-__thread struct pc_worker *pc__self;
+__thread struct pc_worker *pc__self PC_TLS_IE;
 
 void pc_task_init(struct pc_task *t, pc_task_fn fn, void *arg, unsigned flags)
 {

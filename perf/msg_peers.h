@@ -14,7 +14,7 @@
  * every 64 messages so the sender's flow control reads a line that rarely
  * moves. */
 struct msg_sink {
-        uint64_t n;
+        uint64_t n __attribute__((aligned(64))); /* not beside the sender's fields */
         char pad0[56];
         _Atomic uint64_t pub;
         char pad1[56];

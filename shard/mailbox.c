@@ -12,46 +12,69 @@
  * in order (once the list is non-empty every new message joins it), and
  * the flush moves them into the ring as credits come back.
  *
- * Doorbell. Publishing stores the tail, then sets the ring's bit in the
- * receiver's doorbell if it is not already set, and wakes the receiver if
- * it was the word's first bit (if other bits were set, whoever set the
- * first one did the wake-up, and the receiver cannot sleep while any bit
- * is set). The receiver exchanges each non-zero word with zero, then drains
- * the rings whose bits it took: a publication after the exchange sets the
- * bit again, one before it is visible to the drain's tail load. An idle
- * poll reads (2N + 63) / 64 words and inspects no ring.
+ * Doorbell. A bit per inbound ring in the receiver's doorbell says "look
+ * at this ring". Publishing stores the tail (release), then reads the bit:
+ * set means the receiver is watching the ring, and nothing more is written
+ * to the shared line; clear means the sender sets it (a seq_cst RMW) and
+ * wakes the receiver if it was the word's first bit (if other bits were
+ * set, whoever set the first one did the wake-up, and the receiver cannot
+ * sleep while any bit is set). The receiver keeps a busy ring's bit set and
+ * polls its tail every iteration; it clears the bit only when the ring has
+ * been empty for PC_MBOX_COLD_POLLS polls in a row, or before it sleeps. So
+ * a stream of messages costs the sender a release store and a load of a
+ * line that does not move, and an idle poll of a receiver whose rings are
+ * quiet reads (2N + 63) / 64 words and inspects no ring.
  *
- * Fences. Every store and load in the two handshakes below is seq_cst, and
- * each is the Dekker pattern, so in the single total order of seq_cst
- * operations at least one side sees the other's store:
- *   - sender: store tail; load/RMW doorbell; load the receiver's sleeping
- *     flag (pc__wake). Receiver going to sleep: store sleeping (park());
- *     load doorbell (prepare_sleep()). Either the receiver sees the bit and
- *     stays up, or the sender sees it asleep and writes its eventfd. The
- *     skip of an already-set bit is safe because the receiver's exchange
- *     that clears it comes later in the total order, so its tail load comes
- *     after our tail store.
- *   - a sender out of credits: store want_space; load head. Receiver after a
- *     drain: store head; load want_space, and if set wake the sender. The
- *     sender's prepare_sleep() then reads want_space again after its
- *     sleeping store: still set means the receiver's exchange is later and
- *     will see it asleep. So a sender with overflow sleeps instead of
- *     spinning, and is woken as soon as space appears.
+ * Fences. Every handshake below is the Dekker pattern, so in the single
+ * total order S of seq_cst operations at least one side sees the other:
+ *   - a sender that found the bit set did not fence between its tail store
+ *     and that load, so the receiver may be clearing the bit at that very
+ *     moment without seeing the tail. The sender remembers the ring
+ *     (recheck) and, at the end of its poll (settle()), issues a seq_cst
+ *     fence and reads the bit again; clear means it sets it as above.
+ *     Receiver letting a ring go: clear the bit (seq_cst RMW), then load
+ *     the tail (seq_cst); a non-empty ring is drained. If the sender's
+ *     second load still sees the bit, the clear follows its fence in S, so
+ *     the receiver's tail load sees the tail stored before that fence; if
+ *     it sees the bit clear, it sets it again. A publication waits at most
+ *     until the end of the sender's iteration, and the sender does not
+ *     sleep with a recheck outstanding.
+ *   - sender setting a bit: RMW doorbell; load the receiver's sleeping flag
+ *     (pc__wake). Receiver going to sleep: store sleeping (park()); clear
+ *     every bit and check those rings, then load the doorbell
+ *     (prepare_sleep()). Either the receiver sees the bit or the work and
+ *     stays up, or the sender sees it asleep and writes its eventfd.
+ *   - a sender out of credits: store want_space; load head (both
+ *     seq_cst). Receiver: store head (release) after a drain, and at the
+ *     end of the poll, after the same fence, load want_space and if set
+ *     wake the sender. The sender's prepare_sleep() then reads want_space
+ *     again after its sleeping store: still set means the receiver's
+ *     exchange is later and will see it asleep. So a sender with overflow
+ *     sleeps instead of spinning, and is woken as soon as space appears.
+ *
+ * A poll thus costs at most one fence, and only when it moved something;
+ * the stores that make messages and space visible are plain releases, so
+ * the line transfers they cause overlap instead of stalling one another.
  *
  * Receiving. Messages run inside the poller, in place in the ring, up to
  * PC_MBOX_DRAIN_MAX per ring per poll (a ring left non-empty is remembered
  * in a local carry bitmap), then the head is published once per batch.
  *
- * Quiescence. A message counts as sent (pc__count_sent) when it is
- * accepted into a ring slot or the overflow list, and as received
+ * Quiescence. A message counts as sent (pc__count_sent) when its ring
+ * slot is published or when it joins the overflow list, and as received
  * (pc__count_recv) when the receiver takes it, so the runtime's
- * four-counter drain cannot end while a message is unpublished, in a ring,
- * or in overflow. The poller also refuses sleep while anything it holds is
- * unpublished or could be moved.
+ * four-counter drain cannot end while a message is in a ring or in
+ * overflow. An unpublished slot is not counted yet, but its sender is in
+ * the middle of an iteration (not quiet), and the poller publishes it
+ * before that iteration can end idle. The poller also refuses sleep while
+ * anything it holds is unpublished or could be moved.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "shard_pvt.h"
 
@@ -76,23 +99,51 @@ static inline void clear_bit(uint64_t *map, unsigned i)
         map[i / 64] &= ~(1ull << (i % 64));
 }
 
+/* Slots written since the last publication. */
+static inline uint32_t pending(const struct pc__mbox_out *o)
+{
+        return o->tail - o->pub;
+}
+
 /* ---- sending ------------------------------------------------------------- */
 
-/* Make what the sender wrote to outbound ring @idx visible and ring the
- * receiver's doorbell (see "Doorbell" and "Fences" above). */
-static void publish(struct pc__shard_worker *sw, unsigned idx, struct pc__mbox_out *o)
+/* Set the bit of outbound ring @idx in the receiver's doorbell, and wake
+ * the receiver if it was the word's first bit. */
+static void ring_bell(struct pc__shard_worker *sw, unsigned idx)
 {
         unsigned dst = idx / 2, bit = 2 * sw->id + idx % 2;
         _Atomic uint64_t *db = &sw->sh->in[dst]->doorbell[bit / 64];
-        uint64_t m = 1ull << (bit % 64);
 
-        atomic_store_explicit(&o->ring->tail, o->tail, memory_order_seq_cst);
-        o->pending = 0;
-        pc__shard_bump(&sw->c.flushes, 1);
-        if (atomic_load_explicit(db, memory_order_seq_cst) & m)
-                return;
-        if (atomic_fetch_or_explicit(db, m, memory_order_seq_cst) == 0 && dst != sw->id)
+        if (atomic_fetch_or_explicit(db, 1ull << (bit % 64), memory_order_seq_cst) == 0 &&
+            dst != sw->id)
                 pc__wake(sw->sh->rt->workers[dst]);
+}
+
+/* Make what the sender wrote to outbound ring @idx visible. A receiver
+ * watching the ring costs nothing more than a load; otherwise ring its
+ * doorbell (see "Doorbell" and "Fences" above). */
+static void publish(struct pc__shard_worker *sw, unsigned idx, struct pc__mbox_out *o)
+{
+        unsigned bit = 2 * sw->id + idx % 2;
+        _Atomic uint64_t *db = &sw->sh->in[idx / 2]->doorbell[bit / 64];
+
+        uint32_t fresh = pending(o) - o->moved;
+
+        atomic_store_explicit(&o->ring->tail, o->tail, memory_order_release);
+        /* The fast path counts its messages here, once per batch: they
+         * cannot be received before this store, and a worker always
+         * publishes before its iteration ends (see "Quiescence"). */
+        if (fresh) {
+                pc__count_sent(sw->w, fresh);
+                pc__shard_bump(&sw->c.sent, fresh);
+        }
+        o->pub = o->tail;
+        o->moved = 0;
+        pc__shard_bump(&sw->c.flushes, 1);
+        if (atomic_load_explicit(db, memory_order_relaxed) & (1ull << (bit % 64)))
+                set_bit(sw->recheck, idx);
+        else
+                ring_bell(sw, idx);
 }
 
 /* Free slots the sender may write; reads the receiver's head only when the
@@ -106,20 +157,53 @@ static inline uint32_t credits(struct pc__shard_worker *sw, struct pc__mbox_out 
         return cap - (o->tail - o->head_cache);
 }
 
-int pc__mbox_send(struct pc__shard_worker *sw, unsigned dst, unsigned kind,
-                  const struct pc__msg *m, struct pc_task **spare)
+/* Move overflow of outbound ring @idx into the ring, oldest first, while
+ * credits last, publishing as it goes. Returns the messages moved. */
+static unsigned ovf_move(struct pc__shard_worker *sw, unsigned idx, struct pc__mbox_out *o)
 {
-        unsigned idx = 2 * dst + kind;
+        struct pc__msg *slots = ring_slots(o->ring);
+        unsigned done = 0;
+        uint32_t c;
+
+        while (o->ovf_head && (c = credits(sw, o)) != 0) {
+                while (c-- && o->ovf_head) {
+                        struct pc_task *t = o->ovf_head;
+                        o->ovf_head = t->next;
+                        memcpy(&slots[o->tail & sw->mask], t->reserved, sizeof(struct pc__msg));
+                        o->tail++;
+                        o->moved++;
+                        o->ovf_len--;
+                        done++;
+                        pc__task_release(sw->w, t);
+                }
+                publish(sw, idx, o);
+        }
+        if (o->ovf_head == NULL)
+                o->ovf_tail = NULL;
+        return done;
+}
+
+/* The ring is (nearly) full by what the sender knows, or overflow is
+ * ahead of us: look at the receiver's head, then write a slot or queue @m
+ * on the overflow list. */
+static __attribute__((noinline)) int send_slow(struct pc__shard_worker *sw, unsigned idx,
+                                               const struct pc__msg *m,
+                                               struct pc_task **spare)
+{
         struct pc__mbox_out *o = &sw->out[idx];
         struct pc_task *t;
 
-        if (likely(o->ovf_head == NULL) && credits(sw, o) != 0) {
+        /* Every PC_MBOX_BATCH messages overflowed, see whether the receiver
+         * made room, so a sender faster than its receiver keeps most
+         * messages in the ring instead of queueing them until its poll
+         * (and reads the receiver's head at most once per batch). */
+        if (o->ovf_head && (o->ovf_len & (PC_MBOX_BATCH - 1)) == 0)
+                ovf_move(sw, idx, o);
+        if (o->ovf_head == NULL && credits(sw, o) != 0) {
                 ring_slots(o->ring)[o->tail & sw->mask] = *m;
                 o->tail++;
-                pc__count_sent(sw->w, 1);
-                pc__shard_bump(&sw->c.sent, 1);
                 /* Publish a batch, or a full ring so the receiver can start. */
-                if (++o->pending >= PC_MBOX_BATCH || o->tail - o->head_cache == sw->mask + 1)
+                if (pending(o) >= PC_MBOX_BATCH || o->tail - o->head_cache == sw->mask + 1)
                         publish(sw, idx, o);
                 else
                         set_bit(sw->dirty, idx);
@@ -141,11 +225,65 @@ int pc__mbox_send(struct pc__shard_worker *sw, unsigned dst, unsigned kind,
                 o->ovf_head = t;
         o->ovf_tail = t;
         o->ovf_len++;
+        /* Overflow may outlive this iteration: count it now. */
         pc__count_sent(sw->w, 1);
         pc__shard_bump(&sw->c.sent, 1);
         pc__shard_bump(&sw->c.overflowed, 1);
         set_bit(sw->dirty, idx);
         return 0;
+}
+
+/* Write one message into a slot. Two 16-byte stores where SSE2 has them:
+ * the sender streams into lines the receiver read a lap ago, each store
+ * waits in the store buffer for its line, and fewer, wider stores keep
+ * more messages in flight. */
+static inline void slot_write(struct pc__msg *slot, union pc__msg_fn fn, void *arg,
+                              void (*done)(void *, void *), void *done_arg)
+{
+#ifdef __SSE2__
+        _mm_storeu_si128((__m128i *)(void *)slot,
+                         _mm_set_epi64x((long long)(uintptr_t)arg,
+                                        (long long)(uintptr_t)fn.submit));
+        _mm_storeu_si128((__m128i *)(void *)&slot->done,
+                         _mm_set_epi64x((long long)(uintptr_t)done_arg,
+                                        (long long)(uintptr_t)done));
+#else
+        slot->fn = fn;
+        slot->arg = arg;
+        slot->done = done;
+        slot->done_arg = done_arg;
+#endif
+}
+
+/* The send path, inlined into pc_submit() and pc_call(): while the sender
+ * knows of two free slots or more and nothing waits in overflow, a slot
+ * write and the new tail, nothing shared but the slot. */
+static inline __attribute__((always_inline)) int
+mbox_send(struct pc__shard_worker *sw, unsigned dst, unsigned kind, union pc__msg_fn fn,
+          void *arg, void (*done)(void *, void *), void *done_arg, struct pc_task **spare)
+{
+        unsigned idx = 2 * dst + kind;
+        struct pc__mbox_out *o = &sw->out[idx];
+        uint32_t n;
+
+        if (unlikely(o->tail - o->head_cache >= sw->mask) || unlikely(o->ovf_head != NULL)) {
+                struct pc__msg m = {.fn = fn, .arg = arg, .done = done, .done_arg = done_arg};
+                return send_slow(sw, idx, &m, spare);
+        }
+        slot_write(&ring_slots(o->ring)[o->tail & sw->mask], fn, arg, done, done_arg);
+        o->tail++;
+        n = pending(o);
+        if (n >= PC_MBOX_BATCH)
+                publish(sw, idx, o);
+        else if (n == 1)
+                set_bit(sw->dirty, idx);
+        return 0;
+}
+
+int pc__mbox_send(struct pc__shard_worker *sw, unsigned dst, unsigned kind,
+                  const struct pc__msg *m, struct pc_task **spare)
+{
+        return mbox_send(sw, dst, kind, m->fn, m->arg, m->done, m->done_arg, spare);
 }
 
 int pc__mbox_reserve(struct pc__shard_worker *sw, unsigned n, struct pc_task **spare)
@@ -178,32 +316,14 @@ void pc__mbox_unreserve(struct pc__shard_worker *sw, struct pc_task *spare)
 static unsigned flush_one(struct pc__shard_worker *sw, unsigned idx)
 {
         struct pc__mbox_out *o = &sw->out[idx];
-        struct pc__msg *slots = ring_slots(o->ring);
         uint32_t cap = sw->mask + 1;
-        unsigned done = o->pending;
+        unsigned done = pending(o);
 
         for (;;) {
-                uint32_t c;
-
-                while (o->ovf_head && (c = credits(sw, o)) != 0) {
-                        while (c-- && o->ovf_head) {
-                                struct pc_task *t = o->ovf_head;
-                                o->ovf_head = t->next;
-                                memcpy(&slots[o->tail & sw->mask], t->reserved,
-                                       sizeof(struct pc__msg));
-                                o->tail++;
-                                o->pending++;
-                                o->ovf_len--;
-                                done++;
-                                pc__task_release(sw->w, t);
-                        }
-                        publish(sw, idx, o);
-                }
-                if (o->ovf_head == NULL) {
-                        o->ovf_tail = NULL;
+                done += ovf_move(sw, idx, o);
+                if (o->ovf_head == NULL)
                         break;
-                }
-                if (o->pending)
+                if (pending(o))
                         publish(sw, idx, o);
                 /* Still no credit: ask the receiver to wake us when it frees
                  * space, then look once more (the want_space handshake). */
@@ -213,7 +333,7 @@ static unsigned flush_one(struct pc__shard_worker *sw, unsigned idx)
                 if (o->tail - o->head_cache == cap)
                         break;
         }
-        if (o->pending)
+        if (pending(o))
                 publish(sw, idx, o);
         if (o->ovf_head == NULL)
                 clear_bit(sw->dirty, idx);
@@ -246,7 +366,7 @@ static void run_call(struct pc__shard_worker *sw, unsigned src, const struct pc_
         rep.arg = m->fn.call(m->arg);
         rep.done = NULL;
         rep.done_arg = m->done_arg;
-        rc = pc__mbox_send(sw, src, MBOX_REP, &rep, NULL);
+        rc = mbox_send(sw, src, MBOX_REP, rep.fn, rep.arg, rep.done, rep.done_arg, NULL);
         if (unlikely(rc))
                 pc_log(PC_LOG_ERROR, "pc_call reply from worker %u to %u lost: %s", sw->id,
                        src, pc_strerror(rc));
@@ -258,7 +378,7 @@ static unsigned drain(struct pc__shard_worker *sw, unsigned idx)
         struct pc__ring *r = in_ring(sw->sh, sw->id, idx);
         struct pc__msg *slots = ring_slots(r);
         uint32_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
-        uint32_t n = atomic_load_explicit(&r->tail, memory_order_seq_cst) - head;
+        uint32_t n = atomic_load_explicit(&r->tail, memory_order_acquire) - head;
         unsigned src = idx / 2;
 
         pc__shard_bump(&sw->c.rings_inspected, 1);
@@ -274,7 +394,10 @@ static unsigned drain(struct pc__shard_worker *sw, unsigned idx)
         for (uint32_t i = 0; i < n; i++) {
                 const struct pc__msg *m = &slots[(head + i) & sw->mask];
 
-                __builtin_prefetch(&slots[(head + i + PC_MBOX_PREFETCH) & sw->mask]);
+                /* Never past the tail: a line the sender is still filling
+                 * would have to be taken back from us, stalling it. */
+                if (i + PC_MBOX_PREFETCH < n)
+                        __builtin_prefetch(&slots[(head + i + PC_MBOX_PREFETCH) & sw->mask]);
                 if (idx & 1)
                         m->fn.reply(m->arg, m->done_arg);
                 else if (m->done == NULL)
@@ -282,13 +405,27 @@ static unsigned drain(struct pc__shard_worker *sw, unsigned idx)
                 else
                         run_call(sw, src, m);
         }
-        atomic_store_explicit(&r->head, head + n, memory_order_seq_cst);
-        /* The want_space handshake: our head store, then its flag. */
-        if (atomic_load_explicit(&r->want_space, memory_order_seq_cst) &&
-            atomic_exchange_explicit(&r->want_space, 0, memory_order_seq_cst) &&
-            src != sw->id)
-                pc__wake(sw->sh->rt->workers[src]);
+        /* The sender's want_space is looked at after the poll's fence. */
+        atomic_store_explicit(&r->head, head + n, memory_order_release);
+        set_bit(sw->drained, idx);
         return n;
+}
+
+/* Clear inbound ring @idx's doorbell bit, then look at the ring once more
+ * (see "Fences"): what arrived meanwhile is drained through carry. Returns
+ * true when the ring is empty. */
+static bool let_go(struct pc__shard_worker *sw, unsigned idx)
+{
+        struct pc__ring *r = in_ring(sw->sh, sw->id, idx);
+
+        sw->empty_polls[idx] = 0;
+        atomic_fetch_and_explicit(&sw->in->doorbell[idx / 64], ~(1ull << (idx % 64)),
+                                  memory_order_seq_cst);
+        if (atomic_load_explicit(&r->tail, memory_order_seq_cst) ==
+            atomic_load_explicit(&r->head, memory_order_relaxed))
+                return true;
+        set_bit(sw->carry, idx);
+        return false;
 }
 
 static unsigned drain_all(struct pc__shard_worker *sw)
@@ -297,33 +434,87 @@ static unsigned drain_all(struct pc__shard_worker *sw)
         unsigned n = 0;
 
         for (unsigned i = 0; i < sw->db_words; i++) {
-                uint64_t bits = sw->carry[i];
-                uint64_t peek = atomic_load_explicit(&db[i], memory_order_relaxed);
+                uint64_t ring = atomic_load_explicit(&db[i], memory_order_relaxed);
+                uint64_t bits = ring | sw->carry[i];
 
-                if (peek) {
-                        /* Start the misses on each flagged ring's tail line and
-                         * first unread slot (our head is ours to read), so they
-                         * overlap the exchange instead of following it. */
-                        for (uint64_t p = peek; p; p &= p - 1) {
-                                unsigned idx = i * 64 + (unsigned)__builtin_ctzll(p);
-                                struct pc__ring *r = in_ring(sw->sh, sw->id, idx);
-                                uint32_t h = atomic_load_explicit(&r->head,
-                                                                  memory_order_relaxed);
-                                __builtin_prefetch(&r->tail);
-                                __builtin_prefetch(&r->slots[h & sw->mask]);
-                        }
-                        bits |= atomic_exchange_explicit(&db[i], 0, memory_order_seq_cst);
-                }
                 if (bits == 0)
                         continue;
+                /* Start the misses on each ring's tail line, and on the first
+                 * unread slot of a ring that was empty last time (a reply
+                 * awaited: the two misses overlap). Not on a busy ring: that
+                 * line is likely still being filled by its sender. */
+                for (uint64_t p = bits; p; p &= p - 1) {
+                        unsigned idx = i * 64 + (unsigned)__builtin_ctzll(p);
+                        struct pc__ring *r = in_ring(sw->sh, sw->id, idx);
+
+                        __builtin_prefetch(&r->tail);
+                        if (sw->empty_polls[idx]) {
+                                uint32_t h = atomic_load_explicit(&r->head,
+                                                                  memory_order_relaxed);
+                                __builtin_prefetch(&r->slots[h & sw->mask]);
+                        }
+                }
                 sw->carry[i] = 0;
                 while (bits) {
                         unsigned b = (unsigned)__builtin_ctzll(bits);
+                        unsigned idx = i * 64 + b, got;
+
                         bits &= bits - 1;
-                        n += drain(sw, i * 64 + b);
+                        got = drain(sw, idx);
+                        n += got;
+                        /* A watched ring that stays empty is let go, so
+                         * an idle poll stops inspecting it. */
+                        if (got)
+                                sw->empty_polls[idx] = 0;
+                        else if ((ring >> b) & 1 &&
+                                 ++sw->empty_polls[idx] >= PC_MBOX_COLD_POLLS)
+                                let_go(sw, idx);
                 }
         }
         return n;
+}
+
+/*
+ * End of a poll: one seq_cst fence serves both handshakes whose other side
+ * fences on every try ("Fences"). Look again at the doorbell bits publish()
+ * found set, and at the want_space flag of every ring we drained.
+ */
+static void settle(struct pc__shard_worker *sw)
+{
+        uint64_t any = 0;
+
+        for (unsigned i = 0; i < sw->db_words; i++)
+                any |= sw->recheck[i] | sw->drained[i];
+        if (any == 0)
+                return;
+        atomic_thread_fence(memory_order_seq_cst);
+        for (unsigned i = 0; i < sw->db_words; i++) {
+                uint64_t bits = sw->recheck[i];
+
+                sw->recheck[i] = 0;
+                while (bits) {
+                        unsigned idx = i * 64 + (unsigned)__builtin_ctzll(bits);
+                        unsigned bit = 2 * sw->id + idx % 2;
+                        _Atomic uint64_t *db = &sw->sh->in[idx / 2]->doorbell[bit / 64];
+
+                        bits &= bits - 1;
+                        if (!(atomic_load_explicit(db, memory_order_relaxed) &
+                              (1ull << (bit % 64))))
+                                ring_bell(sw, idx);
+                }
+                bits = sw->drained[i];
+                sw->drained[i] = 0;
+                while (bits) {
+                        unsigned idx = i * 64 + (unsigned)__builtin_ctzll(bits);
+                        struct pc__ring *r = in_ring(sw->sh, sw->id, idx);
+
+                        bits &= bits - 1;
+                        if (atomic_load_explicit(&r->want_space, memory_order_relaxed) &&
+                            atomic_exchange_explicit(&r->want_space, 0, memory_order_seq_cst) &&
+                            idx / 2 != sw->id)
+                                pc__wake(sw->sh->rt->workers[idx / 2]);
+                }
+        }
 }
 
 /* ---- the poller ---------------------------------------------------------- */
@@ -339,6 +530,7 @@ static unsigned mbox_poll(void *arg)
         n += drain_all(sw);
         /* Last, so what the messages above sent goes out in this iteration. */
         n += flush_all(sw);
+        settle(sw);
         if (n == 0)
                 pc__shard_bump(&sw->c.idle_polls, 1);
         return n;
@@ -346,18 +538,29 @@ static unsigned mbox_poll(void *arg)
 
 /*
  * The worker stored its sleeping flag (seq_cst) before this runs; the
- * seq_cst loads here pair with the producers' seq_cst stores that precede
- * their load of that flag (see "Fences"). Refuse sleep while a ring has
- * work, a blocking job finished, something is unpublished, or overflow
- * could move now (want_space already taken by the receiver, or space seen).
+ * seq_cst operations here pair with the producers' (see "Fences"). Let go
+ * of every watched ring first, so that a sender publishing from now on
+ * rings the doorbell and wakes us. Refuse sleep while a ring has work, a
+ * blocking job finished, something is unpublished or not rechecked, or
+ * overflow could move now (want_space already taken by the receiver, or
+ * space seen).
  */
 static bool mbox_prepare_sleep(void *arg)
 {
         struct pc__shard_worker *sw = arg;
         uint32_t cap = sw->mask + 1;
+        bool empty = true;
 
         for (unsigned i = 0; i < sw->db_words; i++) {
-                if (sw->carry[i] ||
+                uint64_t bits = atomic_load_explicit(&sw->in->doorbell[i], memory_order_relaxed);
+
+                for (; bits; bits &= bits - 1)
+                        empty &= let_go(sw, i * 64 + (unsigned)__builtin_ctzll(bits));
+        }
+        if (!empty)
+                return false;
+        for (unsigned i = 0; i < sw->db_words; i++) {
+                if (sw->carry[i] || sw->recheck[i] ||
                     atomic_load_explicit(&sw->in->doorbell[i], memory_order_seq_cst))
                         return false;
         }
@@ -370,7 +573,7 @@ static bool mbox_prepare_sleep(void *arg)
                         struct pc__mbox_out *o = &sw->out[i * 64 + b];
 
                         bits &= bits - 1;
-                        if (o->pending)
+                        if (pending(o))
                                 return false;
                         if (o->ovf_head == NULL)
                                 continue;
@@ -412,6 +615,7 @@ static void shard_free(struct pc__shard *sh)
 {
         for (unsigned i = 0; i < sh->n; i++) {
                 if (sh->sw[i]) {
+                        free(sh->sw[i]->empty_polls);
                         free(sh->sw[i]->out);
                         free(sh->sw[i]);
                 }
@@ -467,7 +671,8 @@ static int alloc_worker(struct pc__shard *sh, unsigned id)
         sw->mask = sh->ring_size - 1;
         sw->in = sh->in[id];
         sw->out = calloc(2 * (size_t)sh->n, sizeof(*sw->out));
-        if (sw->out == NULL)
+        sw->empty_polls = calloc(2 * (size_t)sh->n, sizeof(*sw->empty_polls));
+        if (sw->out == NULL || sw->empty_polls == NULL)
                 return -ENOMEM;
         return 0;
 }
@@ -527,7 +732,6 @@ int pc_shard_init(struct pc_runtime *rt, const struct pc_shard_opts *opts)
 int pc_submit(unsigned dst, pc_task_fn fn, void *arg)
 {
         struct pc__shard_worker *sw;
-        struct pc__msg m;
         int rc;
 
         sw = pc__shard_self(&rc);
@@ -535,18 +739,14 @@ int pc_submit(unsigned dst, pc_task_fn fn, void *arg)
                 return rc;
         if (unlikely(fn == NULL || dst >= sw->n))
                 return -EINVAL;
-        m.fn.submit = fn;
-        m.arg = arg;
-        m.done = NULL;
-        m.done_arg = NULL;
-        return pc__mbox_send(sw, dst, MBOX_REQ, &m, NULL);
+        return mbox_send(sw, dst, MBOX_REQ, (union pc__msg_fn){.submit = fn}, arg, NULL, NULL,
+                         NULL);
 }
 
 int pc_call(unsigned dst, void *(*fn)(void *arg), void *arg,
             void (*done)(void *result, void *done_arg), void *done_arg)
 {
         struct pc__shard_worker *sw;
-        struct pc__msg m;
         int rc;
 
         sw = pc__shard_self(&rc);
@@ -554,11 +754,8 @@ int pc_call(unsigned dst, void *(*fn)(void *arg), void *arg,
                 return rc;
         if (unlikely(fn == NULL || done == NULL || dst >= sw->n))
                 return -EINVAL;
-        m.fn.call = fn;
-        m.arg = arg;
-        m.done = done;
-        m.done_arg = done_arg;
-        return pc__mbox_send(sw, dst, MBOX_REQ, &m, NULL);
+        return mbox_send(sw, dst, MBOX_REQ, (union pc__msg_fn){.call = fn}, arg, done, done_arg,
+                         NULL);
 }
 
 int pc_shard_stats(const struct pc_runtime *rt, unsigned w, struct pc_shard_stats *out)

@@ -7,8 +7,9 @@
  * single-consumer rings, one for requests (pc_submit, pc_call) and one for
  * pc_call's replies. Messages are batched, a full ring pushes back into the
  * sender's own overflow list (nothing is dropped or reordered), and a
- * per-worker doorbell bitmap tells a worker which rings hold work, so an
- * idle worker never scans its N peers.
+ * per-worker doorbell bitmap tells a worker which rings hold work (or did a
+ * moment ago: a busy ring stays watched until it has been empty for a few
+ * hundred polls), so an idle worker never scans its N peers.
  *
  * Read top to bottom: setup, messages, sharded helpers, per-worker slots,
  * the blocking lane, stats. Conventions are those of percore.h: 0 or a
@@ -218,7 +219,7 @@ int pc_spawn_blocking(void *(*fn)(void *arg), void *arg,
 
 /** One worker's shard counters; each is written by its worker only. */
 struct pc_shard_stats {
-        uint64_t sent;            /**< messages accepted (ring or overflow) */
+        uint64_t sent;            /**< messages published to a ring or queued in overflow */
         uint64_t received;        /**< messages taken from its rings */
         uint64_t overflowed;      /**< messages that waited in overflow */
         uint64_t flushes;         /**< ring tail publications */
@@ -231,9 +232,13 @@ struct pc_shard_stats {
 
 /**
  * Copy worker @w's counters into @out. Each counter is exact but they are
- * not read at one instant. The ring counter only grows when a doorbell bit
- * (or a ring left non-empty by the previous poll) points at a ring, never
- * on an idle poll, whatever the number of workers.
+ * not read at one instant; a message counts as sent once its ring slot is
+ * published (at most 16 messages or one iteration after pc_submit()) or it
+ * joins the overflow list. The ring counter only grows when a doorbell bit
+ * (or a ring left non-empty by the previous poll) points at a ring: a ring
+ * stays watched for up to 256 empty polls after its last message, and once
+ * traffic has stopped for that long an idle poll inspects no ring, whatever
+ * the number of workers.
  * Errors: -EINVAL (NULL, no worker @w), -ENODEV. Any thread.
  */
 int pc_shard_stats(const struct pc_runtime *rt, unsigned w, struct pc_shard_stats *out);

@@ -20,13 +20,14 @@
 #define PC_MBOX_BATCH 16       /* publish a ring's tail at least every 16 messages */
 #define PC_MBOX_DRAIN_MAX 256  /* most messages taken from one ring per poll */
 #define PC_MBOX_PREFETCH 4     /* slots ahead the receiver prefetches */
+#define PC_MBOX_COLD_POLLS 256 /* empty polls before a receiver lets a ring's bit go */
 #define PC_DB_WORDS (2 * PC_MAX_WORKERS / 64)
 
 enum { MBOX_REQ = 0, MBOX_REP = 1 };
 
 /* One message, carried by value in the ring (two per cache line). */
 struct pc__msg {
-        union {
+        union pc__msg_fn {
                 pc_task_fn submit;                          /* REQ, done == NULL */
                 void *(*call)(void *arg);                   /* REQ, done != NULL */
                 void (*reply)(void *result, void *done_arg); /* REP */
@@ -62,8 +63,9 @@ struct pc__bjob;
 
 /* A receiver's block header; its rings follow it. */
 struct pc__mbox_in {
-        /* Bit 2 * src + kind: ring (src, kind) was published since the last
-         * drain. Senders set bits, the owner exchanges words to zero. */
+        /* Bit 2 * src + kind: ring (src, kind) has work or is being watched.
+         * Senders set bits; the owner keeps a bit set while the ring is
+         * busy and clears it once the ring stays empty (see mailbox.c). */
         _Atomic uint64_t doorbell[PC_DB_WORDS] PC_ALIGNED;
         /* Blocking-lane jobs finished for this worker (LIFO, MPSC). */
         _Atomic(struct pc__bjob *) completions PC_ALIGNED;
@@ -74,9 +76,10 @@ _Static_assert(sizeof(struct pc__mbox_in) == 2 * PC_CACHE_LINE, "doorbell, compl
 /* A sender's view of one outbound ring. Owner only. */
 struct pc__mbox_out {
         struct pc__ring *ring;
-        uint32_t tail;       /* next slot to write; published up to ring->tail */
+        uint32_t tail;       /* next slot to write */
+        uint32_t pub;        /* ring->tail as last published; tail - pub are pending */
         uint32_t head_cache; /* consumer head last read: credits = cap - (tail - head_cache) */
-        uint32_t pending;    /* written since the last publication */
+        uint32_t moved;      /* of the pending, from overflow (already counted as sent) */
         uint32_t ovf_len;
         struct pc_task *ovf_head, *ovf_tail; /* waiting for credits, in order */
 };
@@ -109,6 +112,9 @@ struct pc__shard_worker {
         struct pc_poller *poller;
         uint64_t dirty[PC_DB_WORDS]; /* outbound rings unpublished or overflowing */
         uint64_t carry[PC_DB_WORDS]; /* inbound rings the last drain left non-empty */
+        uint64_t recheck[PC_DB_WORDS]; /* outbound rings published without ringing */
+        uint64_t drained[PC_DB_WORDS]; /* inbound rings whose head moved this poll */
+        uint16_t *empty_polls;         /* [2N]: inbound ring's polls found empty in a row */
         struct pc__shard_counters c PC_ALIGNED; /* read by pc_shard_stats() */
 } PC_ALIGNED;
 
