@@ -315,7 +315,7 @@ static void test_many_clients(void **state)
         raise_nofile();
         srv_create(&s, 3, &o);
         m.port = s.port;
-        m.n = (unsigned)pc_test_scaled(1000);
+        m.n = (unsigned)pc_test_scaled(2500);
         if (m.n < 200)
                 m.n = 200;
         m.c = calloc(m.n, sizeof(*m.c));
