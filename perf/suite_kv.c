@@ -7,7 +7,12 @@
  * fixed key space (one request in flight per connection), so the servers
  * do the same work; gets of keys not yet set count too (memcached answers
  * them the same way). Each run also reports the 99th percentile latency
- * of a request (p99_us) as seen by the generator.
+ * of a request (p99_us) as seen by the generator, and the operations per
+ * CPU second the server process used (ops_per_server_cpu_sec, from
+ * /proc/PID/stat): on a machine where the generator shares the CPUs and
+ * caps ops/s for every server, this is what says how much work a server
+ * spends per request. pc-kv's workers poll while idle, so their spinning
+ * counts against them here.
  *
  * PERCORE_KV names the pc-kv binary (default: ../apps/pc-kv beside the
  * bench); the peer is skipped with a message when memcached is missing.
@@ -103,6 +108,30 @@ static int wait_port(uint16_t port, pid_t child)
         return -ETIMEDOUT;
 }
 
+/* CPU seconds @pid has used so far (all its threads), or -1. */
+static double cpu_seconds(pid_t pid)
+{
+        char path[64], buf[1024], *p;
+        unsigned long utime, stime;
+        FILE *f;
+        size_t n;
+
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+        f = fopen(path, "r");
+        if (f == NULL)
+                return -1;
+        n = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        /* Fields after the command (which may hold spaces) start at ") ";
+         * utime and stime are the 12th and 13th of them. */
+        p = strrchr(buf, ')');
+        if (p == NULL || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
+                                &utime, &stime) != 2)
+                return -1;
+        return (double)(utime + stime) / (double)sysconf(_SC_CLK_TCK);
+}
+
 struct kv_ctx {
         bool memcached;
         unsigned runs; /* gives each run its own port */
@@ -143,13 +172,18 @@ static double kv_run(const struct bench_opts *o, enum pc_mode mode, unsigned *wo
         rc = wait_port(port, pid);
         if (rc == 0) {
                 memset(kv_is_get, 0, sizeof(kv_is_get));
-                double p99 = 0;
+                double p99 = 0, cpu0 = cpu_seconds(pid), cpu1;
 
                 ops = lgen_run(port, KV_CONNS, o->duration, &kv_proto, &p99);
-                if (ops < 0)
+                cpu1 = cpu_seconds(pid);
+                if (ops < 0) {
                         rc = (int)ops;
-                else
+                } else {
                         bench_extra("p99_us", "us", true, p99);
+                        if (cpu0 >= 0 && cpu1 > cpu0)
+                                bench_extra("ops_per_server_cpu_sec", "ops/cpu-s", false,
+                                            ops / (cpu1 - cpu0));
+                }
         }
         kill(pid, SIGTERM);
         waitpid(pid, &status, 0);
