@@ -369,18 +369,18 @@ void pc_knet_stats_print(const struct pc_runtime *rt, FILE *f)
 {
         struct pc_knet_stats s;
 
-        fprintf(f, "%-6s %10s %8s %8s %8s %8s %12s %12s %8s %10s %10s\n", "worker", "accepted",
-                "refused", "errors", "closed", "resets", "bytes_in", "bytes_out", "backpr",
-                "udp_rx", "udp_tx");
-        for (int i = -1; i < (int)pc_runtime_workers(rt); i++) {
-                if (pc_knet_stats(rt, i < 0 ? -1 : i, &s))
+        fprintf(f, "%-6s %10s %8s %8s %8s %8s %12s %12s %8s %10s %10s %8s %8s %8s\n", "worker",
+                "accepted", "refused", "errors", "closed", "resets", "bytes_in", "bytes_out",
+                "backpr", "udp_rx", "udp_tx", "mshot", "nobufs", "writable");
+        for (unsigned i = 0; i < pc_runtime_workers(rt); i++) {
+                if (pc_knet_stats(rt, (int)i, &s))
                         return;
-                if (i < 0)
-                        continue;
                 fprintf(f,
-                        "%-6d %10" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64
-                        " %12" PRIu64 " %12" PRIu64 " %8" PRIu64 " %10" PRIu64 " %10" PRIu64 "\n",
+                        "%-6u %10" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64
+                        " %12" PRIu64 " %12" PRIu64 " %8" PRIu64 " %10" PRIu64 " %10" PRIu64
+                        " %8" PRIu64 " %8" PRIu64 " %8" PRIu64 "\n",
                         i, s.accepted, s.refused, s.accept_errors, s.closed, s.resets,
-                        s.bytes_in, s.bytes_out, s.backpressure, s.udp_rx, s.udp_tx);
+                        s.bytes_in, s.bytes_out, s.backpressure, s.udp_rx, s.udp_tx,
+                        s.recv_multishot, s.recv_nobufs, s.writable);
         }
 }
