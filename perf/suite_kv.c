@@ -3,10 +3,10 @@
  * kv: memcached ASCII get/set operations per second per worker, pc-kv in
  * each mode against Debian's memcached with the same thread count, both
  * as child processes on loopback, driven by the same generator in the same
- * run. Each connection alternates "set" and "get" of 32-byte values over a
- * fixed key space (one request in flight per connection), so the servers
- * do the same work; gets of keys not yet set count too (memcached answers
- * them the same way). Each run also reports the 99th percentile latency
+ * run. Every key of a fixed key space is stored first (one pipelined
+ * connection, not timed); then each connection sends gets and sets of
+ * 32-byte values at random keys, nine gets to one set, one request in
+ * flight per connection, so the servers do the same work. Each run also reports the 99th percentile latency
  * of a request (p99_us) as seen by the generator, and the operations per
  * CPU second the server process used (ops_per_server_cpu_sec, from
  * /proc/PID/stat): on a machine where the generator shares the CPUs and
@@ -51,7 +51,8 @@ static size_t kv_request(void *ctx, unsigned conn, uint64_t *seed, char *buf, si
         (void)ctx;
         *seed = *seed * 6364136223846793005ull + 1442695040888963407ull;
         key = (unsigned)(*seed >> 33) % KV_KEYS;
-        kv_is_get[conn] = !kv_is_get[conn];
+        /* Nine gets to one set. */
+        kv_is_get[conn] = (*seed >> 20) % 10 != 0;
         if (kv_is_get[conn])
                 n = snprintf(buf, cap, "get k%05u\r\n", key);
         else
@@ -132,6 +133,52 @@ static double cpu_seconds(pid_t pid)
         return (double)(utime + stime) / (double)sysconf(_SC_CLK_TCK);
 }
 
+/* Store every key once, before the timed part: one connection, pipelined
+ * noreply sets, then a version to know they were all taken. */
+static int kv_preload(uint16_t port)
+{
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
+        char buf[64 * 1024], reply[256];
+        int fd = socket(AF_INET, SOCK_STREAM, 0), rc = 0;
+        size_t len = 0, got = 0;
+
+        if (fd < 0)
+                return -errno;
+        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+                rc = -errno;
+                goto out;
+        }
+        for (unsigned k = 0; k <= KV_KEYS && rc == 0; k++) {
+                if (k < KV_KEYS)
+                        len += (size_t)snprintf(buf + len, sizeof(buf) - len,
+                                                "set k%05u 0 0 %d noreply\r\n%0*u\r\n", k,
+                                                KV_VALUE, KV_VALUE, k);
+                else
+                        len += (size_t)snprintf(buf + len, sizeof(buf) - len, "version\r\n");
+                if (k == KV_KEYS || len > sizeof(buf) - 128) {
+                        if (send(fd, buf, len, MSG_NOSIGNAL) != (ssize_t)len)
+                                rc = -EIO;
+                        len = 0;
+                }
+        }
+        while (rc == 0 && (got == 0 || reply[got - 1] != '\n')) {
+                ssize_t r = recv(fd, reply + got, sizeof(reply) - 1 - got, 0);
+
+                if (r <= 0)
+                        rc = -EIO;
+                else
+                        got += (size_t)r;
+                if (got == sizeof(reply) - 1)
+                        rc = -EPROTO;
+        }
+        if (rc == 0 && strncmp(reply, "VERSION ", 8) != 0)
+                rc = -EPROTO;
+out:
+        close(fd);
+        return rc;
+}
+
 struct kv_ctx {
         bool memcached;
         unsigned runs; /* gives each run its own port */
@@ -170,6 +217,8 @@ static double kv_run(const struct bench_opts *o, enum pc_mode mode, unsigned *wo
                 _exit(127);
         }
         rc = wait_port(port, pid);
+        if (rc == 0)
+                rc = kv_preload(port);
         if (rc == 0) {
                 memset(kv_is_get, 0, sizeof(kv_is_get));
                 double p99 = 0, cpu0 = cpu_seconds(pid), cpu1;
