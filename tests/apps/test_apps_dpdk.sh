@@ -22,10 +22,11 @@ stop_server() {
 	spid=
 	return $rc
 }
+# shellcheck source=../veth.sh
+. "$(dirname "$0")/../veth.sh"
 cleanup() {
 	stop_server
-	ip netns del "$ns" 2>/dev/null
-	ip link del "$v0" 2>/dev/null
+	veth_down "$ns" "$v0"
 	rm -f "$out"
 }
 trap cleanup EXIT
@@ -33,18 +34,7 @@ fail() { echo "FAIL: $*"; echo "--- server output:"; cat "$out"; exit 1; }
 
 if [ "$(id -u)" -ne 0 ]; then echo "SKIP: needs root (netns, veth, af_packet)"; exit 77; fi
 command -v ethtool >/dev/null || { echo "SKIP: ethtool not installed"; exit 77; }
-ip netns del "$ns" 2>/dev/null
-ip link del "$v0" 2>/dev/null
-
-ip netns add "$ns" || fail "ip netns add"
-ip link add "$v0" type veth peer name "$v1" || fail "veth"
-ip link set "$v1" netns "$ns" || fail "move veth"
-sysctl -qw "net.ipv6.conf.$v0.disable_ipv6=1" 2>/dev/null
-ip link set "$v0" up || fail "v0 up"
-ip -n "$ns" addr add "$theirs/24" dev "$v1" || fail "addr"
-ip -n "$ns" link set "$v1" up || fail "v1 up"
-# Finished UDP checksums from the kernel (see tests/net/test_netns.sh).
-ip netns exec "$ns" ethtool -K "$v1" tx off >/dev/null || fail "ethtool -K tx off"
+msg=$(veth_up "$ns" "$v0" "$v1" "$theirs/24") || fail "$msg"
 
 export PERCORE_PIN=0 PERCORE_LOG=warn
 export PERCORE_EAL_ARGS="--no-huge --no-pci -m 256 --file-prefix pc_apps \

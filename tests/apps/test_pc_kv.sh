@@ -6,6 +6,8 @@
 set -euo pipefail
 bin=$1
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
 
 for bad in "-p 70000" "-p 0 -U 0" "-U -1" "-t 0" "-m 0" "-m x" "-I 12q" "-I 10" "-c 0" \
         "-l 1.2.3" "--backend dpdk" "--backend x" "--nope" "extra"; do
@@ -21,20 +23,8 @@ out=$(mktemp)
 pid=
 cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -f "$out"; }
 trap cleanup EXIT
-for _ in 1 2 3 4 5; do
-        port=$((20000 + RANDOM % 20000))
-        PERCORE_PIN=0 PERCORE_IDLE=park "$bin" -p "$port" -t 3 -m 16 >"$out" 2>&1 &
-        pid=$!
-        for _ in $(seq 100); do
-                grep -q "listening" "$out" && break
-                kill -0 "$pid" 2>/dev/null || break
-                sleep 0.05
-        done
-        grep -q "listening" "$out" && break
-        wait "$pid" || true
-        pid=
-done
-[ -n "$pid" ] || { cat "$out"; fail "pc-kv did not start"; }
+PERCORE_PIN=0 PERCORE_IDLE=park start_on_free_port "$out" listening "$bin" -p @PORT@ -t 3 -m 16 ||
+        { cat "$out"; fail "pc-kv did not start"; }
 
 python3 - "$port" <<'PY'
 import os, random, socket, sys, time

@@ -10,6 +10,8 @@
 set -euo pipefail
 bin=$1
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
 # Debian's client tools (libmemcached 1.1 names them memc*).
 capable=$(command -v memccapable || command -v memcapable || true)
 [ -n "$capable" ] || fail "memcapable not installed (libmemcached-tools)"
@@ -23,20 +25,8 @@ work=$(mktemp -d)
 pid=
 cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$out" "$work"; }
 trap cleanup EXIT
-for _ in 1 2 3 4 5; do
-        port=$((20000 + RANDOM % 20000))
-        PERCORE_PIN=0 PERCORE_IDLE=park "$bin" -p "$port" -U "$port" -t 3 -m 16 >"$out" 2>&1 &
-        pid=$!
-        for _ in $(seq 100); do
-                grep -q "listening" "$out" && break
-                kill -0 "$pid" 2>/dev/null || break
-                sleep 0.05
-        done
-        grep -q "listening" "$out" && break
-        wait "$pid" || true
-        pid=
-done
-[ -n "$pid" ] || { cat "$out"; fail "pc-kv did not start"; }
+PERCORE_PIN=0 PERCORE_IDLE=park start_on_free_port "$out" listening "$bin" -p @PORT@ -U @PORT@ -t 3 -m 16 ||
+        { cat "$out"; fail "pc-kv did not start"; }
 srv=127.0.0.1:$port
 
 # memcapable: the protocol conformance suite libmemcached ships.

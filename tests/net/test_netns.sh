@@ -12,10 +12,11 @@ ours=10.77.0.1 theirs=10.77.0.2
 out=$(mktemp)
 spid=
 
+# shellcheck source=../veth.sh
+. "$(dirname "$0")/../veth.sh"
 cleanup() {
 	[ -n "$spid" ] && kill "$spid" 2>/dev/null && wait "$spid" 2>/dev/null
-	ip netns del "$ns" 2>/dev/null
-	ip link del "$v0" 2>/dev/null
+	veth_down "$ns" "$v0"
 	rm -f "$out"
 }
 trap cleanup EXIT
@@ -24,22 +25,7 @@ fail() { echo "FAIL: $*"; echo "--- server output:"; cat "$out"; exit 1; }
 if [ "$(id -u)" -ne 0 ]; then echo "SKIP: needs root (netns, veth, af_packet)"; exit 77; fi
 command -v ping >/dev/null || { echo "SKIP: ping not installed (iputils-ping)"; exit 77; }
 command -v ethtool >/dev/null || { echo "SKIP: ethtool not installed"; exit 77; }
-cleanup_stale() { ip netns del "$ns" 2>/dev/null; ip link del "$v0" 2>/dev/null; true; }
-cleanup_stale
-
-ip netns add "$ns" || fail "ip netns add"
-ip link add "$v0" type veth peer name "$v1" || fail "veth"
-ip link set "$v1" netns "$ns" || fail "move veth"
-sysctl -qw "net.ipv6.conf.$v0.disable_ipv6=1" 2>/dev/null
-ip link set "$v0" up || fail "v0 up"
-ip -n "$ns" addr add "$theirs/24" dev "$v1" || fail "addr"
-ip -n "$ns" link set "$v1" up || fail "v1 up"
-ip -n "$ns" link set lo up
-# veth leaves the UDP checksum to "hardware" (CHECKSUM_PARTIAL): a packet
-# socket, and so af_packet, sees it unfinished, and our stack (which
-# verifies every non-zero UDP checksum) would drop it. Make the kernel
-# finish its checksums, as it does for a real NIC without offloads.
-ip netns exec "$ns" ethtool -K "$v1" tx off >/dev/null || fail "ethtool -K tx off"
+msg=$(veth_up "$ns" "$v0" "$v1" "$theirs/24") || fail "$msg"
 
 PERCORE_LOG=warn "$server" "$v0" "$ours" 30 >"$out" 2>&1 &
 spid=$!

@@ -1,0 +1,30 @@
+# Shared by the apps' test scripts (sourced, not run).
+#
+# start_on_free_port OUT BANNER CMD...: run CMD in the background with its
+# output in OUT, every "@PORT@" in its arguments replaced by a random port
+# in 20000-39999, until OUT shows BANNER; a server that exits (the port was
+# taken) is retried on another port, five times at most. Sets $pid and
+# $port; returns 1 if it never started.
+start_on_free_port() {
+	local out=$1 banner=$2 try arg
+	shift 2
+	for try in 1 2 3 4 5; do
+		port=$((20000 + RANDOM % 20000))
+		local argv=()
+		for arg in "$@"; do
+			argv+=("${arg//@PORT@/$port}")
+		done
+		"${argv[@]}" >"$out" 2>&1 &
+		pid=$!
+		for _ in $(seq 100); do
+			grep -q "$banner" "$out" && return 0
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.05
+		done
+		grep -q "$banner" "$out" && return 0
+		kill "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+		pid=
+	done
+	return 1
+}
