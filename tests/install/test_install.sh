@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the build into a scratch DESTDIR, then compiles tests/install/hello.c
-# as an outside program would (pkg-config --cflags --libs percore) and runs it.
+# (and echo.c, when the kernel backend's header is installed) as an outside
+# program would (pkg-config --cflags --libs percore) and runs them.
 set -euo pipefail
 build=$1
 src=$2
@@ -29,3 +30,11 @@ out=$(PERCORE_PIN=0 PERCORE_WORKERS=3 PERCORE_LOG=warn \
 	LD_LIBRARY_PATH="$libdir" "$tmp/hello")
 echo "$out"
 [ "$out" = "hello from 3 workers" ]
+
+# The network example, when the library has the kernel backend.
+if [ -n "${3:-}" ] && [ -f "$(dirname "$hdr")/pc_knet.h" ]; then
+	$cc -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -o "$tmp/echo" "$3" $flags -lpthread
+	out=$(PERCORE_PIN=0 PERCORE_WORKERS=2 PERCORE_LOG=warn LD_LIBRARY_PATH="$libdir" "$tmp/echo")
+	echo "$out"
+	[ "$out" = "echoed: ping" ]
+fi
