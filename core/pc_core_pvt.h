@@ -120,6 +120,7 @@ struct pc_worker {
         uint64_t rng;
         uint64_t idle_since; /* 0 while busy */
         uint64_t last_ns;
+        unsigned idle_clock; /* idle iterations since the clock was last read */
         bool last_busy;
         bool stop_seen;
         bool quiet_published;
