@@ -7,6 +7,7 @@
 #define PC_APP_CLI_H
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 /* A decimal integer in [lo, hi], nothing else. 0, or -1 for bad input. */
@@ -38,6 +39,18 @@ static inline int app_parse_seconds(const char *s, double *out)
                 return -1;
         *out = v;
         return 0;
+}
+
+/* After getopt: operands are not taken. Returns 0, or 2 (the exit status
+ * for bad usage) after naming the first one and printing @usage. */
+static inline int app_no_operands(const char *prog, int argc, char **argv, int optind_,
+                                  void (*usage)(FILE *))
+{
+        if (optind_ >= argc)
+                return 0;
+        fprintf(stderr, "%s: unexpected argument '%s'\n", prog, argv[optind_]);
+        usage(stderr);
+        return 2;
 }
 
 #endif

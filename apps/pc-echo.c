@@ -195,11 +195,8 @@ int main(int argc, char **argv)
                         return 2;
                 }
         }
-        if (optind < argc) {
-                fprintf(stderr, "pc-echo: unexpected argument '%s'\n", argv[optind]);
-                usage(stderr);
+        if (app_no_operands("pc-echo", argc, argv, optind, usage))
                 return 2;
-        }
         inet_pton(AF_INET, addr, &ia); /* checked when given; the default parses */
         if (be == BACKEND_DPDK) {
 #ifdef PC_HAVE_DPDK

@@ -206,11 +206,8 @@ int main(int argc, char **argv)
                         return 2;
                 }
         }
-        if (optind < argc) {
-                fprintf(stderr, "pc-fwd: unexpected argument '%s'\n", argv[optind]);
-                usage(stderr);
+        if (app_no_operands("pc-fwd", argc, argv, optind, usage))
                 return 2;
-        }
         if ((cfg.eal_args == NULL || !*cfg.eal_args) &&
             (getenv("PERCORE_EAL_ARGS") == NULL || !*getenv("PERCORE_EAL_ARGS"))) {
                 fprintf(stderr, "pc-fwd: needs DPDK: give --eal ARGS or PERCORE_EAL_ARGS\n");

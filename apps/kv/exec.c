@@ -5,8 +5,6 @@
  * Runs on the owner worker (the item pointers the store returns are only
  * valid there), so the reply bytes are complete before they travel back.
  */
-#include <inttypes.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,14 +80,6 @@ static void bin_frame(struct buf *out, const struct kv_req *r, uint16_t status, 
         buf_add(out, val, vlen);
 }
 
-static void put_be32(unsigned char *p, uint32_t v)
-{
-        p[0] = (unsigned char)(v >> 24);
-        p[1] = (unsigned char)(v >> 16);
-        p[2] = (unsigned char)(v >> 8);
-        p[3] = (unsigned char)v;
-}
-
 static void bin_ok(struct buf *out, const struct kv_req *r, uint64_t cas)
 {
         if (!r->quiet)
@@ -137,19 +127,6 @@ void kv_reply_done(const struct kv_req *r, struct buf *out)
 
 /* ---- the get family ---------------------------------------------------------------- */
 
-/* @v in decimal at @p (room for 20 digits); returns the digits written. */
-static int put_u64(char *p, uint64_t v)
-{
-        char tmp[20];
-        int n = 0;
-
-        do
-                tmp[n++] = (char)('0' + v % 10);
-        while ((v /= 10) != 0);
-        for (int i = 0; i < n; i++)
-                p[i] = tmp[n - 1 - i];
-        return n;
-}
 
 static void get_key(struct kv_store *s, const struct kv_req *r, const char *key, size_t klen,
                     struct buf *out)
@@ -173,7 +150,7 @@ static void get_key(struct kv_store *s, const struct kv_req *r, const char *key,
                                 kv_reply_error(r, NULL, KV_BIN_ENOENT, out);
                         return;
                 }
-                put_be32(flags, it->flags);
+                kv_bin_put32(flags, it->flags);
                 bin_frame(out, r, KV_BIN_OK, it->cas, flags, 4, key, r->want_key ? klen : 0,
                           kv_item_value(it), it->vlen);
                 return;
@@ -186,12 +163,12 @@ static void get_key(struct kv_store *s, const struct kv_req *r, const char *key,
         memcpy(hdr + 6, key, klen);
         n = 6 + (int)klen;
         hdr[n++] = ' ';
-        n += put_u64(hdr + n, it->flags);
+        n += kv_fmt_u64(hdr + n, it->flags);
         hdr[n++] = ' ';
-        n += put_u64(hdr + n, it->vlen);
+        n += kv_fmt_u64(hdr + n, it->vlen);
         if (r->cmd == KV_GETS || r->cmd == KV_GATS) {
                 hdr[n++] = ' ';
-                n += put_u64(hdr + n, it->cas);
+                n += kv_fmt_u64(hdr + n, it->cas);
         }
         hdr[n++] = '\r';
         hdr[n++] = '\n';
@@ -264,7 +241,7 @@ static void arith(struct kv_store *s, const struct kv_req *r, const char *key, s
 
         rc = kv_store_arith(s, key, klen, r->cmd == KV_INCR, r->delta, &v);
         if (rc == KV_NOT_FOUND && r->proto == KV_PROTO_BINARY && !r->no_create) {
-                n = snprintf(num, sizeof(num), "%" PRIu64, r->initial);
+                n = kv_fmt_u64(num, r->initial);
                 rc = kv_store_update(s, KV_ADD, key, klen, 0, r->exptime, num, (size_t)n, 0);
                 v = r->initial;
         }
@@ -274,7 +251,9 @@ static void arith(struct kv_store *s, const struct kv_req *r, const char *key, s
         }
         if (r->proto == KV_PROTO_ASCII) {
                 if (!r->noreply) {
-                        n = snprintf(num, sizeof(num), "%" PRIu64 "\r\n", v);
+                        n = kv_fmt_u64(num, v);
+                        num[n++] = '\r';
+                        num[n++] = '\n';
                         buf_add(out, num, (size_t)n);
                 }
                 return;
@@ -282,8 +261,7 @@ static void arith(struct kv_store *s, const struct kv_req *r, const char *key, s
         if (!r->quiet) {
                 unsigned char be[8];
 
-                put_be32(be, (uint32_t)(v >> 32));
-                put_be32(be + 4, (uint32_t)v);
+                kv_bin_put64(be, v);
                 bin_frame(out, r, KV_BIN_OK, kv_store_last_cas(s), NULL, 0, NULL, 0, be, 8);
         }
 }
@@ -302,7 +280,7 @@ static void bin_touch(struct kv_store *s, const struct kv_req *r, const char *ke
         }
         if (r->quiet)
                 return;
-        put_be32(flags, it->flags);
+        kv_bin_put32(flags, it->flags);
         bin_frame(out, r, KV_BIN_OK, it->cas, flags, 4, NULL, 0, NULL, 0);
 }
 

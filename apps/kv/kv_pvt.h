@@ -50,15 +50,23 @@ static inline void buf_str(struct buf *b, const char *s)
 
 /* ---- the server's settings and per-worker state ----------------------------------- */
 
+struct kv_settings;
+extern struct kv_settings kv_set;
+
 struct kv_settings {
         const char *addr;
         unsigned long tcp_port, udp_port, mem_mb, max_conns;
-        size_t item_max, mem_total;
+        size_t item_max;
         const char *backend;
         int verbose;
-        unsigned workers;
         time_t started;
 };
+
+/** Item memory over all shards, from -m. */
+static inline size_t kv_mem_total(void)
+{
+        return (size_t)kv_set.mem_mb << 20;
+}
 
 /** Per-worker connection counters; each written by its worker only. */
 struct kv_wstat {
@@ -69,7 +77,6 @@ struct kv_wstat {
         uint64_t udp_dropped; /* bad frame header: counted, not answered */
 };
 
-extern struct kv_settings kv_set;
 extern struct pc_runtime *kv_rt;
 extern struct kv_store *kv_stores[PC_MAX_WORKERS];
 extern struct kv_wstat kv_wstats[PC_MAX_WORKERS];
@@ -143,11 +150,5 @@ struct pending *kv_pending_add(struct kv_sink *k, unsigned nparts);
 
 /** Fill part @part of @pd with @b (taken over) and flush when complete. */
 void kv_pending_fill(struct kv_sink *k, struct pending *pd, unsigned part, struct buf *b);
-
-/* ---- server.c ----------------------------------------------------------------------- */
-
-/** Sum of every worker's store counters (the caller's view: racy for
- *  other workers' stores unless run on each owner; used at exit). */
-void kv_print_totals(void);
 
 #endif

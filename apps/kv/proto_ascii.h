@@ -138,6 +138,21 @@ enum kv_parse_rc kv_parse(struct kv_parser *p, const char *buf, size_t len, stru
  */
 bool kv_req_next_key(const struct kv_req *req, size_t *pos, const char **key, size_t *keylen);
 
+/** Write @v in decimal at @p (room for 20 digits, no NUL); returns the
+ *  digit count. The protocol's numbers (VALUE lines, incr results). */
+static inline int kv_fmt_u64(char *p, uint64_t v)
+{
+        char tmp[20];
+        int n = 0;
+
+        do
+                tmp[n++] = (char)('0' + v % 10);
+        while ((v /= 10) != 0);
+        for (int i = 0; i < n; i++)
+                p[i] = tmp[n - 1 - i];
+        return n;
+}
+
 /** The command's name, as sent ("get", "flush_all", ...). */
 const char *kv_cmd_name(enum kv_cmd cmd);
 

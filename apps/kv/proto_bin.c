@@ -91,18 +91,6 @@ static uint64_t be64(const unsigned char *b)
         return (uint64_t)be32(b) << 32 | be32(b + 4);
 }
 
-static void put16(unsigned char *b, uint16_t v)
-{
-        b[0] = (unsigned char)(v >> 8);
-        b[1] = (unsigned char)v;
-}
-
-static void put32(unsigned char *b, uint32_t v)
-{
-        put16(b, (uint16_t)(v >> 16));
-        put16(b + 2, (uint16_t)v);
-}
-
 void kv_bin_put_header(char out[KV_BIN_HDR_LEN], uint8_t opcode, uint16_t keylen,
                        uint8_t extlen, uint16_t status, uint32_t bodylen, uint32_t opaque,
                        uint64_t cas)
@@ -111,14 +99,13 @@ void kv_bin_put_header(char out[KV_BIN_HDR_LEN], uint8_t opcode, uint16_t keylen
 
         b[0] = KV_BIN_MAGIC_RES;
         b[1] = opcode;
-        put16(b + 2, keylen);
+        kv_bin_put16(b + 2, keylen);
         b[4] = extlen;
         b[5] = 0;
-        put16(b + 6, status);
-        put32(b + 8, bodylen);
-        put32(b + 12, opaque);
-        put32(b + 16, (uint32_t)(cas >> 32));
-        put32(b + 20, (uint32_t)cas);
+        kv_bin_put16(b + 6, status);
+        kv_bin_put32(b + 8, bodylen);
+        kv_bin_put32(b + 12, opaque);
+        kv_bin_put64(b + 16, cas);
 }
 
 static const struct shape *shape_of(uint8_t opcode)

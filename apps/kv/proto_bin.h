@@ -87,6 +87,25 @@ enum kv_bin_op {
 #define KV_BIN_UNKNOWN 0x0081
 #define KV_BIN_ENOMEM 0x0082
 
+/** Big-endian stores, for response headers and bodies (flags, incr values). */
+static inline void kv_bin_put16(unsigned char *b, uint16_t v)
+{
+        b[0] = (unsigned char)(v >> 8);
+        b[1] = (unsigned char)v;
+}
+
+static inline void kv_bin_put32(unsigned char *b, uint32_t v)
+{
+        kv_bin_put16(b, (uint16_t)(v >> 16));
+        kv_bin_put16(b + 2, (uint16_t)v);
+}
+
+static inline void kv_bin_put64(unsigned char *b, uint64_t v)
+{
+        kv_bin_put32(b, (uint32_t)(v >> 32));
+        kv_bin_put32(b + 4, (uint32_t)v);
+}
+
 /**
  * Parse the first request in @buf[0..@len) with parser state @p (see
  * kv_parser_init(); item_max bounds a value). Sets *@consumed to the bytes

@@ -95,12 +95,13 @@ static int parse_size(const char *s, size_t *out)
         return 0;
 }
 
-void kv_print_totals(void)
+/* At exit, after the run: every worker's counters, summed. */
+static void print_totals(void)
 {
         struct kv_store_stats sum = {0}, st;
         uint64_t send_failed = 0, total_conns = 0, udp = 0, udp_dropped = 0;
 
-        for (unsigned w = 0; w < kv_set.workers; w++) {
+        for (unsigned w = 0; w < pc_runtime_workers(kv_rt); w++) {
                 uint64_t *d = (uint64_t *)&sum, *s = (uint64_t *)&st;
 
                 kv_store_stats(kv_stores[w], &st);
@@ -115,7 +116,7 @@ void kv_print_totals(void)
                " udp_dropped=%" PRIu64 " get_hits=%" PRIu64 " get_misses=%" PRIu64
                " cmd_set=%" PRIu64 " curr_items=%" PRIu64 " bytes=%" PRIu64
                " evictions=%" PRIu64 " send_failed=%" PRIu64 "\n",
-               kv_set.workers, total_conns, udp, udp_dropped, sum.get_hits, sum.get_misses,
+               pc_runtime_workers(kv_rt), total_conns, udp, udp_dropped, sum.get_hits, sum.get_misses,
                sum.cmd_set, sum.curr_items, sum.bytes, sum.evictions, send_failed);
 }
 
@@ -184,11 +185,8 @@ static int parse_flags(int argc, char **argv, struct pc_config *cfg)
                         return 2;
                 }
         }
-        if (optind < argc) {
-                fprintf(stderr, "pc-kv: unexpected argument '%s'\n", argv[optind]);
-                usage(stderr);
+        if (app_no_operands("pc-kv", argc, argv, optind, usage))
                 return 2;
-        }
         if (strcmp(kv_set.backend, "dpdk") == 0) {
 #ifdef PC_HAVE_DPDK
                 const char *eal = getenv("PERCORE_EAL_ARGS");
@@ -263,9 +261,8 @@ int main(int argc, char **argv)
                 fprintf(stderr, "pc-kv: cannot start: %s\n", pc_strerror(rc));
                 return 1;
         }
-        workers = kv_set.workers = pc_runtime_workers(kv_rt);
-        kv_set.mem_total = (size_t)kv_set.mem_mb * 1024 * 1024;
-        if (kv_set.mem_total / workers < kv_store_item_size(KV_KEY_MAX, kv_set.item_max)) {
+        workers = pc_runtime_workers(kv_rt);
+        if (kv_mem_total() / workers < kv_store_item_size(KV_KEY_MAX, kv_set.item_max)) {
                 fprintf(stderr, "pc-kv: -m %lu over %u workers leaves less than one -I item "
                                 "per worker\n", kv_set.mem_mb, workers);
                 pc_runtime_destroy(kv_rt);
@@ -279,7 +276,7 @@ int main(int argc, char **argv)
         if (rc == 0 && strcmp(kv_set.backend, "kernel") == 0)
                 rc = pc_knet_configure(kv_rt, &ko);
         for (unsigned w = 0; rc == 0 && w < workers; w++)
-                rc = kv_store_create(kv_set.mem_total / workers, NULL, NULL, &kv_stores[w]);
+                rc = kv_store_create(kv_mem_total() / workers, NULL, NULL, &kv_stores[w]);
         if (rc) {
                 fprintf(stderr, "pc-kv: setup: %s\n", pc_strerror(rc));
                 goto out;
@@ -294,7 +291,7 @@ int main(int argc, char **argv)
         fflush(stdout);
         pc_runtime_stop_on_signals(kv_rt);
         rc = pc_runtime_run(kv_rt, kv_main, NULL);
-        kv_print_totals();
+        print_totals();
         if (rc)
                 fprintf(stderr, "pc-kv: run: %s\n", pc_strerror(rc));
 out:

@@ -124,8 +124,8 @@ static void general(struct buf *b, const struct kv_req *r, const struct totals *
         U("touch_misses", t->st.touch_misses);
         U("udp_requests", t->udp_requests);
         U("udp_dropped", t->udp_dropped);
-        U("threads", kv_set.workers);
-        U("limit_maxbytes", kv_set.mem_total);
+        U("threads", pc_runtime_workers(kv_rt));
+        U("limit_maxbytes", kv_mem_total());
         U("bytes", t->st.bytes);
         U("curr_items", t->st.curr_items);
         U("total_items", t->st.total_items);
@@ -135,13 +135,13 @@ static void general(struct buf *b, const struct kv_req *r, const struct totals *
 
 static void settings(struct buf *b, const struct kv_req *r)
 {
-        U("maxbytes", kv_set.mem_total);
+        U("maxbytes", kv_mem_total());
         U("maxconns", kv_set.max_conns);
         U("tcpport", kv_set.tcp_port);
         U("udpport", kv_set.udp_port);
         stat(b, r, "inter", "%s", kv_set.addr);
         U("verbosity", kv_set.verbose);
-        U("num_threads", kv_set.workers);
+        U("num_threads", pc_runtime_workers(kv_rt));
         U("item_size_max", kv_set.item_max);
         stat(b, r, "evictions", "on");
         stat(b, r, "cas_enabled", "yes");

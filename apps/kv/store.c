@@ -448,18 +448,13 @@ enum kv_store_rc kv_store_arith(struct kv_store *s, const char *key, size_t klen
                 v = delta > v ? 0 : v - delta;
                 s->st.decr_hits++;
         }
-        n = 0;
-        do
-                num[sizeof(num) - 1 - n++] = (char)('0' + v % 10);
-        while ((v /= 10) != 0);
+        n = kv_fmt_u64(num, v);
         it = item_new(key, klen, old->flags, 0, (size_t)n, now);
         if (it == NULL)
                 return KV_NO_MEMORY;
         it->exptime = old->exptime;
-        memcpy(it->data + klen, num + sizeof(num) - n, (size_t)n);
-        *result = 0;
-        for (int i = 0; i < n; i++)
-                *result = *result * 10 + (uint64_t)(it->data[klen + i] - '0');
+        memcpy(it->data + klen, num, (size_t)n);
+        *result = v;
         install(s, old, it);
         return KV_STORED;
 }

@@ -25,7 +25,6 @@ struct conn {
         struct kv_parser parser;
         struct buf in;      /* bytes of an incomplete request */
         struct buf backlog; /* replies the backend refused (output full), in order */
-        size_t backlog_off;
         int proto;     /* enum kv_proto once the first byte came */
         bool quitting; /* parse no more; close once every reply is out */
 };
@@ -65,16 +64,18 @@ static bool conn_send(struct kv_sink *k, const char *p, size_t len)
                 pc_conn_close(c->pc);
                 return false;
         }
-        if (c->backlog.len > c->backlog_off) { /* keep the order */
-                buf_add(&c->backlog, p, len);
-                return !c->backlog.oom || (pc_conn_close(c->pc), false);
-        }
-        return send_pieces(c, p, len);
+        if (c->backlog.len == 0)
+                return send_pieces(c, p, len);
+        buf_add(&c->backlog, p, len); /* behind what already waits: keep the order */
+        if (!c->backlog.oom)
+                return true;
+        pc_conn_close(c->pc);
+        return false;
 }
 
 static bool backlog_empty(const struct conn *c)
 {
-        return c->backlog.len == c->backlog_off;
+        return c->backlog.len == 0;
 }
 
 static void conn_drained(struct kv_sink *k)
@@ -96,11 +97,9 @@ static void on_writable(struct pc_conn *pc, void *arg)
                 return;
         rest = c->backlog;
         c->backlog = (struct buf){0};
-        if (send_pieces(c, rest.p + c->backlog_off, rest.len - c->backlog_off)) {
-                c->backlog_off = 0;
-                if (backlog_empty(c))
-                        conn_drained(&c->sink);
-        }
+        /* All out, and nothing left waiting on other workers: as a drain. */
+        if (send_pieces(c, rest.p, rest.len) && backlog_empty(c) && c->sink.head == NULL)
+                conn_drained(&c->sink);
         buf_free(&rest);
 }
 

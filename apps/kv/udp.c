@@ -28,15 +28,14 @@ struct udp_req {
         struct pc_udp_peer peer;
         uint16_t id;
         bool parsed; /* every request in the datagram has been dispatched */
-        bool broken; /* a reply could not be built: send nothing */
 };
 
 static bool udp_gather(struct kv_sink *k, const char *p, size_t len)
 {
         struct udp_req *u = (struct udp_req *)k;
 
-        if (p == NULL) {
-                u->broken = true;
+        if (p == NULL) { /* a reply could not be built: send nothing */
+                u->reply.oom = true;
                 return false;
         }
         buf_add(&u->reply, p, len);
@@ -48,7 +47,7 @@ static void udp_emit(struct udp_req *u)
         char frame[KV_UDP_DGRAM_MAX];
         size_t n = kv_udp_frames(u->reply.len);
 
-        if (u->broken || u->reply.oom || u->reply.len == 0)
+        if (u->reply.oom || u->reply.len == 0)
                 return;
         if (n == 0) { /* more than UDP frames can number */
                 kv_wstats[pc_worker_id()].send_failed++;

@@ -54,18 +54,25 @@ struct knet *pc__knet_get(struct pc_runtime *rt, bool create)
         return k;
 }
 
+int pc__knet_setup(struct pc_runtime *rt, struct knet **out)
+{
+        if (atomic_load(&rt->running))
+                return -EBUSY;
+        *out = pc__knet_get(rt, true);
+        return *out ? 0 : -ENOMEM;
+}
+
 int pc_knet_configure(struct pc_runtime *rt, const struct pc_knet_opts *o)
 {
         struct knet *k;
         struct pc_knet_opts v;
+        int rc;
 
         if (rt == NULL || o == NULL)
                 return -EINVAL;
-        if (atomic_load(&rt->running))
-                return -EBUSY;
-        k = pc__knet_get(rt, true);
-        if (k == NULL)
-                return -ENOMEM;
+        rc = pc__knet_setup(rt, &k);
+        if (rc)
+                return rc;
         if (atomic_load_explicit(&k->started, memory_order_relaxed) || k->nl || k->nu)
                 return -EBUSY;
         v = *o;
@@ -322,29 +329,22 @@ static void read_stats(const struct kstats *s, struct pc_knet_stats *o, bool add
                 .writable = RD(writable),
         };
 #undef RD
+        uint64_t *d = (uint64_t *)o;
+        const uint64_t *a = (const uint64_t *)&v;
+        uint64_t out_max = o->out_max;
+
         if (!add) {
                 *o = v;
                 return;
         }
-        o->accepted += v.accepted;
-        o->refused += v.refused;
-        o->accept_errors += v.accept_errors;
-        o->closed += v.closed;
-        o->resets += v.resets;
-        o->conns += v.conns;
-        o->bytes_in += v.bytes_in;
-        o->bytes_out += v.bytes_out;
-        o->backpressure += v.backpressure;
-        o->send_refused += v.send_refused;
-        if (v.out_max > o->out_max)
-                o->out_max = v.out_max;
-        o->udp_rx += v.udp_rx;
-        o->udp_tx += v.udp_tx;
-        o->udp_drops += v.udp_drops;
-        o->recv_multishot += v.recv_multishot;
-        o->recv_nobufs += v.recv_nobufs;
-        o->writable += v.writable;
+        /* Every field is a uint64_t count to sum, but out_max, a maximum. */
+        for (size_t i = 0; i < sizeof(v) / sizeof(uint64_t); i++)
+                d[i] += a[i];
+        o->out_max = v.out_max > out_max ? v.out_max : out_max;
 }
+
+_Static_assert(sizeof(struct pc_knet_stats) % sizeof(uint64_t) == 0,
+               "pc_knet_stats is uint64_t counters only");
 
 int pc_knet_stats(const struct pc_runtime *rt, int worker, struct pc_knet_stats *out)
 {

@@ -166,6 +166,10 @@ struct knet {
 
 /* knet.c */
 struct knet *pc__knet_get(struct pc_runtime *rt, bool create);
+/* What every configure/listen/bind checks first: the runtime is not
+ * running (-EBUSY), and the backend exists (created here; -ENOMEM). The
+ * creating thread, before pc_runtime_run(). */
+int pc__knet_setup(struct pc_runtime *rt, struct knet **out);
 struct kworker *pc__knet_self(void);
 struct io_uring_sqe *pc__knet_sqe(struct kworker *kw);
 int pc__knet_socket(int type, const char *addr, uint16_t port, bool listen_, uint16_t *bound);

@@ -546,14 +546,13 @@ int pc_tcp_listen(struct pc_runtime *rt, const char *addr, uint16_t port,
         struct pc_tcp_listener *l;
         struct knet *k;
         uint16_t bound = port;
+        int rc;
 
         if (rt == NULL || cb == NULL || addr == NULL)
                 return -EINVAL;
-        if (atomic_load(&rt->running))
-                return -EBUSY;
-        k = pc__knet_get(rt, true);
-        if (k == NULL)
-                return -ENOMEM;
+        rc = pc__knet_setup(rt, &k);
+        if (rc)
+                return rc;
         if (k->nl == KNET_MAX_LISTEN)
                 return -ENOSPC;
         l = calloc(1, sizeof(*l) + rt->nworkers * sizeof(l->s[0]));

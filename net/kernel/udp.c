@@ -172,11 +172,9 @@ int pc_kudp_bind(struct pc_runtime *rt, const char *addr, uint16_t port, pc_kudp
 
         if (rt == NULL || fn == NULL || addr == NULL)
                 return -EINVAL;
-        if (atomic_load(&rt->running))
-                return -EBUSY;
-        k = pc__knet_get(rt, true);
-        if (k == NULL)
-                return -ENOMEM;
+        rc = pc__knet_setup(rt, &k);
+        if (rc)
+                return rc;
         if (k->nu == KNET_MAX_LISTEN)
                 return -ENOSPC;
         u = calloc(1, sizeof(*u) + rt->nworkers * sizeof(u->s[0]));
