@@ -89,7 +89,8 @@ int pc_knet_configure(struct pc_runtime *rt, const struct pc_knet_opts *o)
         if (v.rbuf < 64 || v.rbuf > (1u << 24) || v.out_cap < 2 * (size_t)v.rbuf ||
             v.ring_entries < 8 || v.ring_entries > 32768 ||
             v.recv_bufs > KNET_RECV_BUFS_MAX || (v.recv_bufs & (v.recv_bufs - 1)) ||
-            (uint64_t)v.recv_bufs * v.rbuf > (1u << 30) || (v.flags & ~PC_KNET_SINGLE_RECV))
+            (uint64_t)v.recv_bufs * v.rbuf > (1u << 30) ||
+            (v.flags & ~(PC_KNET_SINGLE_RECV | PC_KNET_NO_DEFER)))
                 return -EINVAL;
         k->opts = v;
         return 0;
@@ -157,15 +158,22 @@ int pc__knet_socket(int type, const char *addr, uint16_t port, bool listen_, uin
 
 /* ---- the poller ----------------------------------------------------------- */
 
-static unsigned kpoll(void *arg)
+/* Whether the kernel holds completions back until the worker enters it:
+ * deferred task work (IORING_SQ_TASKRUN, with TASKRUN_FLAG) or an
+ * overflowed completion queue. */
+static bool owes_completions(const struct kworker *kw)
 {
-        struct kworker *kw = arg;
+        return IO_URING_READ_ONCE(*kw->ring.sq.kflags) &
+               (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW);
+}
+
+/* Handle up to @budget completions. */
+static unsigned reap(struct kworker *kw, unsigned budget)
+{
         struct io_uring_cqe *cqe;
         unsigned n = 0;
 
-        if (io_uring_sq_ready(&kw->ring))
-                io_uring_submit(&kw->ring);
-        while (n < KNET_CQE_BUDGET && io_uring_peek_cqe(&kw->ring, &cqe) == 0) {
+        while (n < budget && io_uring_peek_cqe(&kw->ring, &cqe) == 0) {
                 uint64_t ud = cqe->user_data;
                 int res = cqe->res;
                 unsigned flags = cqe->flags;
@@ -173,14 +181,38 @@ static unsigned kpoll(void *arg)
 
                 io_uring_cqe_seen(&kw->ring, cqe);
                 n++;
+                if (ud == 0)
+                        continue; /* a cancel's own completion */
+                if (!(flags & IORING_CQE_F_MORE))
+                        kw->armed--;
                 if ((ud & KTAG_MASK) == T_UDP)
                         pc__udp_complete(kw, ptr, res, flags);
-                else if (ud)
+                else
                         pc__tcp_complete(kw, ud & KTAG_MASK, ptr, res, flags);
         }
+        return n;
+}
+
+/*
+ * One pass: an io_uring_enter only if there is something to hand over (what
+ * the last pass left) or deferred task work to run (receives whose data
+ * arrived), then the completions and UDP, then the sends and re-arms the
+ * handlers queued, submitted at once so replies leave in this pass. On a
+ * ring with deferred task work that last enter also runs the work that
+ * built up meanwhile, so the next pass finds its completions waiting: one
+ * system call per busy pass.
+ */
+static unsigned kpoll(void *arg)
+{
+        struct kworker *kw = arg;
+        unsigned n;
+
+        if (io_uring_sq_ready(&kw->ring) || owes_completions(kw))
+                io_uring_submit_and_get_events(&kw->ring);
+        n = reap(kw, KNET_CQE_BUDGET);
         n += pc__udp_poll(kw);
         if (io_uring_sq_ready(&kw->ring))
-                io_uring_submit(&kw->ring);
+                io_uring_submit_and_get_events(&kw->ring);
         return n;
 }
 
@@ -188,20 +220,22 @@ static unsigned kpoll(void *arg)
  * May the worker sleep? The ring reports every completion on the worker's
  * own eventfd (io_uring_register_eventfd), the one park() sleeps on, so a
  * completion posted after the checks below wakes the worker exactly as a
- * message does; one posted before them is seen here in the CQ tail. No
- * completion can fall between the two, so no wake-up is lost. Unsubmitted
- * entries, a completion backlog the kernel holds back (CQ overflow) and UDP
- * work the budget left over would not signal the eventfd, so they keep the
- * worker awake. Stale eventfd counts (completions handled while busy) only
- * cost one spurious wake-up, which is harmless.
+ * message does; one posted before them is seen here in the CQ tail. With
+ * deferred task work the kernel signals the eventfd as it queues the first
+ * item of work for the worker and flags the ring (IORING_SQ_TASKRUN) until
+ * the worker runs it: work queued before the checks is seen in the flag,
+ * work queued after them signals. No completion can fall between the two,
+ * so no wake-up is lost. Unsubmitted entries, a completion backlog the
+ * kernel holds back (CQ overflow) and UDP work the budget left over would
+ * not signal the eventfd, so they keep the worker awake. Stale eventfd
+ * counts (completions handled while busy) only cost one spurious wake-up.
  */
 static bool kprepare_sleep(void *arg)
 {
         struct kworker *kw = arg;
 
-        if (io_uring_sq_ready(&kw->ring) || io_uring_cq_ready(&kw->ring))
-                return false;
-        if (IO_URING_READ_ONCE(*kw->ring.sq.kflags) & IORING_SQ_CQ_OVERFLOW)
+        if (io_uring_sq_ready(&kw->ring) || io_uring_cq_ready(&kw->ring) ||
+            owes_completions(kw))
                 return false;
         return pc__udp_idle(kw);
 }
@@ -212,8 +246,50 @@ static const struct pc_poller_ops kpoll_ops = {
         .prepare_sleep = kprepare_sleep,
 };
 
-/* On each worker's thread, on every run: the ring and the poller the first
- * time, then the listeners and UDP sockets not yet served. */
+/*
+ * The worker's ring, made on the worker's thread at the start of each run.
+ * Best first: task work deferred until the worker asks for completions
+ * (DEFER_TASKRUN, 6.1; it needs SINGLE_ISSUER, which a worker is).
+ * Otherwise the kernel runs a completion's task work the moment it queues
+ * it, interrupting the worker with an IPI, and on loopback often while the
+ * sender's softirq still holds the socket lock the receive then spins on.
+ * Then cooperative task work without the IPI (COOP_TASKRUN, 5.19), then a
+ * plain ring. SUBMIT_ALL (5.18) keeps one bad entry from holding back the
+ * ones behind it. An older kernel refuses flags it lacks with -EINVAL.
+ */
+static int ring_create(struct kworker *kw)
+{
+        static const unsigned tries[] = {
+                IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN |
+                        IORING_SETUP_TASKRUN_FLAG | IORING_SETUP_SUBMIT_ALL,
+                IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG | IORING_SETUP_SUBMIT_ALL,
+                0,
+        };
+        int rc = -EINVAL;
+
+        for (size_t i = 0; i < sizeof(tries) / sizeof(tries[0]); i++) {
+                struct io_uring_params p;
+
+                if (i == 0 && (kw->k->opts.flags & PC_KNET_NO_DEFER))
+                        continue;
+                memset(&p, 0, sizeof(p));
+                p.flags = IORING_SETUP_CQSIZE | tries[i];
+                p.cq_entries = kw->k->opts.ring_entries * KNET_CQ_FACTOR;
+                rc = io_uring_queue_init_params(kw->k->opts.ring_entries, &kw->ring, &p);
+                if (rc == 0) {
+                        kw->ring_flags = p.flags;
+                        kw->armed = 0;
+                        return 0;
+                }
+                if (rc != -EINVAL)
+                        return rc;
+        }
+        return rc;
+}
+
+/* On each worker's thread, on every run: a new ring (owned by this run's
+ * thread), the poller the first time, then the listeners, connections and
+ * UDP sockets. */
 static void knet_worker_start(struct pc_worker *w, void *arg)
 {
         struct knet *k = arg;
@@ -222,12 +298,7 @@ static void knet_worker_start(struct pc_worker *w, void *arg)
 
         atomic_store_explicit(&k->started, true, memory_order_relaxed);
         if (!kw->ring_ok) {
-                struct io_uring_params p;
-
-                memset(&p, 0, sizeof(p));
-                p.flags = IORING_SETUP_CQSIZE;
-                p.cq_entries = k->opts.ring_entries * KNET_CQ_FACTOR;
-                rc = io_uring_queue_init_params(k->opts.ring_entries, &kw->ring, &p);
+                rc = ring_create(kw);
                 if (rc) {
                         pc_log(PC_LOG_ERROR, "worker %u: io_uring: %s", w->id, pc_strerror(rc));
                         return;
@@ -259,25 +330,52 @@ static void knet_worker_start(struct pc_worker *w, void *arg)
 
 /*
  * On each worker's thread when a run ends. The kernel ties each armed
- * operation to the thread that submitted it and cancels it once that
- * thread is gone (worker threads end with the run); cancel them all here
- * instead, so that nothing is left half-owned by a dead thread. Their
- * completions (-ECANCELED, or what finished first) wait in the ring, and
- * the next run's first pass arms each operation again from its new thread:
- * receives and sends lose nothing (a cancelled one moved no bytes), accepts
- * and UDP polls are re-armed; only a connect still in progress fails.
+ * operation, and a SINGLE_ISSUER ring itself, to the thread that submitted
+ * it, and worker threads end with the run. So every operation is cancelled
+ * here and its last completion reaped (nothing is armed again meanwhile;
+ * data that still arrives is held for the next run, in order), then the
+ * ring goes. The next run makes a new ring on its own thread and arms
+ * every operation again: receives and sends lose nothing (a cancelled one
+ * moved no bytes), accepts and UDP polls are re-armed; only a connect still
+ * in progress fails.
  */
 static void knet_worker_stop(struct pc_worker *w, void *arg)
 {
         struct knet *k = arg;
         struct kworker *kw = k->kw[w->id];
         struct io_uring_sqe *sqe;
+        uint64_t give_up;
 
-        if (!kw->ring_ok || (sqe = pc__knet_sqe(kw)) == NULL)
+        if (!kw->ring_ok)
                 return;
-        io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);
-        io_uring_sqe_set_data64(sqe, 0);
-        io_uring_submit(&kw->ring);
+        kw->quiescing = true;
+        pc__udp_poll(kw); /* replies the handlers queued leave */
+        sqe = pc__knet_sqe(kw);
+        if (sqe) {
+                io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);
+                io_uring_sqe_set_data64(sqe, 0);
+        }
+        give_up = pc_now_ns() + KNET_QUIESCE_NS;
+        while (kw->armed && pc_now_ns() < give_up) {
+                struct __kernel_timespec ts = {.tv_nsec = 10000000};
+                struct io_uring_cqe *cqe;
+
+                io_uring_submit_and_wait_timeout(&kw->ring, &cqe, 1, &ts, NULL);
+                reap(kw, UINT32_MAX);
+        }
+        io_uring_queue_exit(&kw->ring);
+        kw->ring_ok = false;
+        if (kw->armed) {
+                /* Not seen so far: the kernel cancels what is left as the
+                 * ring goes, but might still fill a provided buffer, so
+                 * those are left to it rather than freed. */
+                pc_log(PC_LOG_WARN, "worker %u: %u io_uring operations outlived the run",
+                       w->id, kw->armed);
+                kw->br = NULL;
+                kw->bufs = NULL;
+        }
+        pc__tcp_bufs_free(kw);
+        kw->quiescing = false;
 }
 
 static void knet_destroy(struct pc_runtime *rt, void *arg)

@@ -32,6 +32,7 @@
 #define KNET_UDP_SLOT 2048     /* bytes per batched datagram; larger go alone */
 #define KNET_UDP_ROUNDS 8      /* recvmmsg calls per socket per pass */
 #define KNET_ACCEPT_RETRY_NS 10000000u /* back-off after EMFILE and the like */
+#define KNET_QUIESCE_NS 2000000000ull /* longest wait for cancelled operations at a run's end */
 
 /* What a completion's user_data points at: the low 3 bits say which. */
 enum ktag {
@@ -139,6 +140,11 @@ struct kworker {
         struct pc_worker *w;
         unsigned id;
         bool ring_ok, poller_ok;
+        /* The run is ending: completions are reaped but nothing is armed
+         * again, and data that arrives is held for the next run. */
+        bool quiescing;
+        unsigned ring_flags; /* the IORING_SETUP_* the ring got */
+        unsigned armed;      /* operations whose last completion is owed */
         struct io_uring ring;
         unsigned nconns;
         struct pc_conn *conns;
@@ -163,6 +169,14 @@ struct knet {
         struct pc_kudp *udps[KNET_MAX_LISTEN];
         struct kworker *kw[PC_MAX_WORKERS];
 };
+
+/* Tag @sqe with @ud (non-zero): one more operation whose last completion
+ * (the one without IORING_CQE_F_MORE) the worker waits for at the run's end. */
+static inline void pc__knet_arm(struct kworker *kw, struct io_uring_sqe *sqe, uint64_t ud)
+{
+        io_uring_sqe_set_data64(sqe, ud);
+        kw->armed++;
+}
 
 /* knet.c */
 struct knet *pc__knet_get(struct pc_runtime *rt, bool create);

@@ -8,12 +8,13 @@
  * Lifecycle. Listeners and UDP ports are opened before pc_runtime_run(),
  * from the thread that created the runtime; each worker starts serving
  * them when its loop starts. Connections belong to their worker: every
- * pc_conn_* call must come from that worker (callbacks run there). Rings,
- * sockets and connections stay open across runs and are closed by
+ * pc_conn_* call must come from that worker (callbacks run there). Sockets
+ * and connections stay open across runs and are closed by
  * pc_runtime_destroy() (without on_close calls). When a run ends, each
  * worker cancels its ring's operations (the kernel would once the worker's
- * thread exits) and the next run arms them again: nothing is lost, except
- * that a pc_tcp_connect() still in progress fails (on_close -ECANCELED).
+ * thread exits), holds what still arrives, and closes its ring; the next
+ * run makes a new one and arms them again: nothing is lost, except that a
+ * pc_tcp_connect() still in progress fails (on_close -ECANCELED).
  *
  * Receiving. Where the kernel has them (6.0 and later), each worker
  * registers a ring of opts.recv_bufs provided buffers of opts.rbuf bytes,
@@ -65,6 +66,11 @@ extern "C" {
  * buffers, even where multishot recv and provided buffers exist. */
 #define PC_KNET_SINGLE_RECV (1u << 0)
 
+/** pc_knet_opts.flags: do not defer the ring's task work to the worker
+ * (IORING_SETUP_DEFER_TASKRUN); let the kernel run it as completions occur,
+ * as before 6.1. For comparing the two; deferring is faster. */
+#define PC_KNET_NO_DEFER (1u << 1)
+
 /** Options of the kernel backend; zero fields take the defaults named. */
 struct pc_knet_opts {
         unsigned max_conns; /**< open connections per worker (4096); at the
@@ -77,7 +83,7 @@ struct pc_knet_opts {
         unsigned ring_entries; /**< submission queue entries (1024) */
         unsigned recv_bufs; /**< provided buffers per worker (512), a power of
                                  two up to 32768; recv_bufs * rbuf <= 1 GiB */
-        unsigned flags;     /**< PC_KNET_SINGLE_RECV or 0 */
+        unsigned flags;     /**< PC_KNET_SINGLE_RECV, PC_KNET_NO_DEFER or 0 */
 };
 
 /**

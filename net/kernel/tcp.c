@@ -27,9 +27,9 @@ static size_t buffered(const struct pc_conn *c)
         return (c->inflight.len - c->inflight.off) + (c->pending.len - c->pending.off);
 }
 
-static void set_ud(struct io_uring_sqe *sqe, void *p, enum ktag tag)
+static void set_ud(struct kworker *kw, struct io_uring_sqe *sqe, void *p, enum ktag tag)
 {
-        io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)p | tag);
+        pc__knet_arm(kw, sqe, (uint64_t)(uintptr_t)p | tag);
 }
 
 static void conn_free(struct pc_conn *c)
@@ -142,7 +142,7 @@ static void arm_recv(struct pc_conn *c)
         struct io_uring_sqe *sqe;
 
         if (c->recv_armed || c->closing || c->dead || c->paused || c->held_eof || c->eof ||
-            held_pending(c))
+            held_pending(c) || kw->quiescing)
                 return;
         if (!kw->mshot && c->rbuf == NULL && (c->rbuf = malloc(rbuf)) == NULL) {
                 conn_error(c, -ENOMEM);
@@ -161,7 +161,7 @@ static void arm_recv(struct pc_conn *c)
         } else {
                 io_uring_prep_recv(sqe, c->fd, c->rbuf, rbuf, 0);
         }
-        set_ud(sqe, c, T_RECV);
+        set_ud(kw, sqe, c, T_RECV);
         c->recv_mshot = kw->mshot;
         c->recv_armed = true;
         c->refs++;
@@ -190,7 +190,7 @@ static void kick_send(struct pc_conn *c)
 {
         struct io_uring_sqe *sqe;
 
-        if (c->send_armed || c->dead)
+        if (c->send_armed || c->dead || c->kw->quiescing)
                 return;
         if (c->inflight.off == c->inflight.len) {
                 struct kbuf t = c->inflight;
@@ -208,7 +208,7 @@ static void kick_send(struct pc_conn *c)
         }
         io_uring_prep_send(sqe, c->fd, c->inflight.p + c->inflight.off,
                            c->inflight.len - c->inflight.off, MSG_NOSIGNAL);
-        set_ud(sqe, c, T_SEND);
+        set_ud(c->kw, sqe, c, T_SEND);
         c->send_armed = true;
         c->refs++;
 }
@@ -240,7 +240,7 @@ static void deliver(struct pc_conn *c, const char *p, size_t len)
         kinc(&c->kw->st.bytes_in, len);
         if (c->dead || c->closing)
                 return;
-        if (c->paused || held_pending(c)) {
+        if (c->paused || held_pending(c) || c->kw->quiescing) {
                 if (kbuf_put(&c->held, p, len))
                         conn_error(c, -ENOMEM);
                 else
@@ -257,7 +257,7 @@ static void peer_eof(struct pc_conn *c)
 {
         if (c->dead || c->closing)
                 return;
-        if (c->paused || held_pending(c)) {
+        if (c->paused || held_pending(c) || c->kw->quiescing) {
                 c->held_eof = true;
                 return;
         }
@@ -442,7 +442,7 @@ static void arm_accept(struct klsock *ls)
 {
         struct io_uring_sqe *sqe;
 
-        if (ls->armed || ls->fd < 0)
+        if (ls->armed || ls->fd < 0 || ls->kw->quiescing)
                 return;
         sqe = pc__knet_sqe(ls->kw);
         if (sqe == NULL) {
@@ -450,7 +450,7 @@ static void arm_accept(struct klsock *ls)
                 return;
         }
         io_uring_prep_multishot_accept(sqe, ls->fd, NULL, NULL, SOCK_CLOEXEC);
-        set_ud(sqe, ls, T_ACCEPT);
+        set_ud(ls->kw, sqe, ls, T_ACCEPT);
         ls->armed = true;
 }
 
@@ -530,12 +530,33 @@ void pc__tcp_complete(struct kworker *kw, unsigned tag, void *ptr, int res, unsi
         unref(c);
 }
 
+/* A run starts on a new ring: what the last run's end held is delivered
+ * (unless reading is paused), then the recv and any send are armed again. */
+static void conn_restart(struct pc_conn *c)
+{
+        if (c->dead)
+                return;
+        c->refs++;
+        if (c->paused)
+                arm_recv(c); /* no-op: on_send resumes once the output drains */
+        else
+                resume(c);
+        kick_send(c);
+        maybe_done(c);
+        unref(c);
+}
+
 void pc__tcp_worker_start(struct kworker *kw)
 {
         struct knet *k = kw->k;
+        struct pc_conn *c, *next;
 
         for (unsigned i = 0; i < k->nl; i++)
                 arm_accept(&k->listeners[i]->s[kw->id]);
+        for (c = kw->conns; c; c = next) {
+                next = c->next;
+                conn_restart(c);
+        }
 }
 
 /* ---- public API ----------------------------------------------------------- */
@@ -618,7 +639,7 @@ int pc_tcp_connect(const char *addr, uint16_t port, const struct pc_tcp_callback
                 return -EBUSY;
         }
         io_uring_prep_connect(sqe, fd, (struct sockaddr *)&c->peer, sizeof(c->peer));
-        set_ud(sqe, c, T_CONNECT);
+        set_ud(kw, sqe, c, T_CONNECT);
         c->connect_armed = true;
         c->refs++;
         if (out)

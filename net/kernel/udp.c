@@ -21,7 +21,7 @@ static void arm_poll(struct kudp_sock *s)
 {
         struct io_uring_sqe *sqe;
 
-        if (s->armed)
+        if (s->armed || s->kw->quiescing)
                 return;
         sqe = pc__knet_sqe(s->kw);
         if (sqe == NULL) {
@@ -29,7 +29,7 @@ static void arm_poll(struct kudp_sock *s)
                 return;
         }
         io_uring_prep_poll_multishot(sqe, s->fd, POLLIN);
-        io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)s | T_UDP);
+        pc__knet_arm(s->kw, sqe, (uint64_t)(uintptr_t)s | T_UDP);
         s->armed = true;
 }
 
