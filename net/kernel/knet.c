@@ -279,6 +279,9 @@ static int ring_create(struct kworker *kw)
                 if (rc == 0) {
                         kw->ring_flags = p.flags;
                         kw->armed = 0;
+                        atomic_store_explicit(&kw->st.rings_deferred,
+                                              (p.flags & IORING_SETUP_DEFER_TASKRUN) ? 1 : 0,
+                                              memory_order_relaxed);
                         return 0;
                 }
                 if (rc != -EINVAL)
@@ -425,6 +428,7 @@ static void read_stats(const struct kstats *s, struct pc_knet_stats *o, bool add
                 .recv_multishot = RD(recv_multishot),
                 .recv_nobufs = RD(recv_nobufs),
                 .writable = RD(writable),
+                .rings_deferred = RD(rings_deferred),
         };
 #undef RD
         uint64_t *d = (uint64_t *)o;
@@ -467,18 +471,19 @@ void pc_knet_stats_print(const struct pc_runtime *rt, FILE *f)
 {
         struct pc_knet_stats s;
 
-        fprintf(f, "%-6s %10s %8s %8s %8s %8s %12s %12s %8s %10s %10s %8s %8s %8s\n", "worker",
-                "accepted", "refused", "errors", "closed", "resets", "bytes_in", "bytes_out",
-                "backpr", "udp_rx", "udp_tx", "mshot", "nobufs", "writable");
+        fprintf(f, "%-6s %10s %8s %8s %8s %8s %12s %12s %8s %10s %10s %8s %8s %8s %5s\n",
+                "worker", "accepted", "refused", "errors", "closed", "resets", "bytes_in",
+                "bytes_out", "backpr", "udp_rx", "udp_tx", "mshot", "nobufs", "writable",
+                "defer");
         for (unsigned i = 0; i < pc_runtime_workers(rt); i++) {
                 if (pc_knet_stats(rt, (int)i, &s))
                         return;
                 fprintf(f,
                         "%-6u %10" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64
                         " %12" PRIu64 " %12" PRIu64 " %8" PRIu64 " %10" PRIu64 " %10" PRIu64
-                        " %8" PRIu64 " %8" PRIu64 " %8" PRIu64 "\n",
+                        " %8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %5" PRIu64 "\n",
                         i, s.accepted, s.refused, s.accept_errors, s.closed, s.resets,
                         s.bytes_in, s.bytes_out, s.backpressure, s.udp_rx, s.udp_tx,
-                        s.recv_multishot, s.recv_nobufs, s.writable);
+                        s.recv_multishot, s.recv_nobufs, s.writable, s.rings_deferred);
         }
 }

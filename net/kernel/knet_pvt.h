@@ -48,7 +48,7 @@ struct kstats {
         _Atomic uint64_t accepted, refused, accept_errors, closed, resets, conns;
         _Atomic uint64_t bytes_in, bytes_out, backpressure, send_refused, out_max;
         _Atomic uint64_t udp_rx, udp_tx, udp_drops;
-        _Atomic uint64_t recv_multishot, recv_nobufs, writable;
+        _Atomic uint64_t recv_multishot, recv_nobufs, writable, rings_deferred;
 };
 
 /* Owner-only increment of a counter other threads read. */

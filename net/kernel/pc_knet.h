@@ -240,6 +240,8 @@ struct pc_knet_stats {
         uint64_t recv_nobufs;   /**< multishot recvs ended for want of a
                                      provided buffer (armed again) */
         uint64_t writable;      /**< on_writable calls */
+        uint64_t rings_deferred; /**< workers whose ring defers task work to
+                                      them (DEFER_TASKRUN; 0 or 1 a worker) */
 };
 
 /**

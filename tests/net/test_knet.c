@@ -199,14 +199,32 @@ static unsigned recv_flags(void **state)
 }
 
 static const unsigned single_recv = PC_KNET_SINGLE_RECV;
+static const unsigned no_defer = PC_KNET_NO_DEFER;
 
-/* The stats show the receive mode in use. */
+/* Whether this kernel makes rings that defer task work (6.1 and later). */
+static bool kernel_has_defer(void)
+{
+        struct io_uring_params p = {.flags = IORING_SETUP_SINGLE_ISSUER |
+                                             IORING_SETUP_DEFER_TASKRUN};
+        struct io_uring r;
+
+        if (io_uring_queue_init_params(8, &r, &p))
+                return false;
+        io_uring_queue_exit(&r);
+        return true;
+}
+
+/* The stats show the receive mode and the ring mode in use. */
 static void check_recv_mode(const struct pc_knet_stats *st, unsigned flags)
 {
         if ((flags & PC_KNET_SINGLE_RECV) || !kernel_has_buf_ring())
                 assert_int_equal(st->recv_multishot, 0);
         else
                 assert_true(st->recv_multishot > 0);
+        if ((flags & PC_KNET_NO_DEFER) || !kernel_has_defer())
+                assert_int_equal(st->rings_deferred, 0);
+        else
+                assert_true(st->rings_deferred > 0);
 }
 
 static void raise_nofile(void)
@@ -1247,8 +1265,10 @@ int main(void)
                 cmocka_unit_test(test_udp_endpoint),
                 cmocka_unit_test(test_many_clients),
                 cmocka_unit_test_prestate(test_many_clients, (void *)&single_recv),
+                cmocka_unit_test_prestate(test_many_clients, (void *)&no_defer),
                 cmocka_unit_test(test_slow_reader),
                 cmocka_unit_test_prestate(test_slow_reader, (void *)&single_recv),
+                cmocka_unit_test_prestate(test_slow_reader, (void *)&no_defer),
                 cmocka_unit_test(test_resets),
                 cmocka_unit_test(test_conn_limit),
                 cmocka_unit_test(test_connect),
@@ -1258,6 +1278,7 @@ int main(void)
                 cmocka_unit_test(test_fd_exhaustion),
                 cmocka_unit_test(test_run_twice),
                 cmocka_unit_test_prestate(test_run_twice, (void *)&single_recv),
+                cmocka_unit_test_prestate(test_run_twice, (void *)&no_defer),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
