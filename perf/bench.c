@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * percore-bench: the main job. Runs the suites in thread-per-core and
- * elastic modes (or the one PERCORE_MODE names), each measurement after a
- * warm-up and repeated, and prints the medians as a table; --json writes
- * one record per measurement.
+ * elastic modes (or the one PERCORE_MODE names) beside their peers, the
+ * sides of each case in alternated rounds after a warm-up of each, and
+ * prints every percore figure beside each peer's with the ratio; --json
+ * writes one record per measurement and one per ratio.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -16,12 +17,18 @@
 
 #include "bench.h"
 
+#define TABLE_MAX_LINES  1024
+#define TABLE_METRIC_MAX 10 /* longer metric names without an abbreviation are cut */
+
 static struct bench_record records[BENCH_MAX_RECORDS];
 static unsigned nrecords;
+static unsigned ngroups;
 
-/* The measurement in progress, for bench_extra(); NULL during warm-up. */
+/* The side whose measured run is in progress, for bench_extra(); NULL
+ * during warm-ups. Its extras are searched from extras_from on. */
 static struct bench_record *measuring;
-static unsigned first_extra;
+static unsigned measuring_round;
+static unsigned extras_from;
 
 struct suite {
         const char *name;
@@ -48,8 +55,9 @@ void bench_extra(const char *metric, const char *unit, bool lower_is_better, dou
 
         if (measuring == NULL)
                 return;
-        for (i = first_extra; i < nrecords; i++)
-                if (strcmp(records[i].metric, metric) == 0)
+        for (i = extras_from; i < nrecords; i++)
+                if (strcmp(records[i].mode, measuring->mode) == 0 &&
+                    strcmp(records[i].metric, metric) == 0)
                         break;
         if (i == nrecords) {
                 if (nrecords == BENCH_MAX_RECORDS)
@@ -62,8 +70,11 @@ void bench_extra(const char *metric, const char *unit, bool lower_is_better, dou
                 r->nvalues = 0;
         }
         r = &records[i];
-        if (r->nvalues < BENCH_MAX_RUNS)
-                r->values[r->nvalues++] = v;
+        /* Rounds in which this side reported none stay NAN, so value i is
+         * still round i's. */
+        while (r->nvalues <= measuring_round)
+                r->values[r->nvalues++] = NAN;
+        r->values[measuring_round] = v;
 }
 
 void bench_progress(const char *fmt, ...)
@@ -93,172 +104,489 @@ static int cmp_double(const void *a, const void *b)
         return (x > y) - (x < y);
 }
 
-static double median(const struct bench_record *r)
+/* Median, min and max of the finite values among @n; NAN if none. */
+static void stats(const double *values, unsigned n, double *med, double *lo, double *hi)
 {
         double v[BENCH_MAX_RUNS];
+        unsigned k = 0;
 
-        memcpy(v, r->values, r->nvalues * sizeof(double));
-        qsort(v, r->nvalues, sizeof(double), cmp_double);
-        if (r->nvalues % 2)
-                return v[r->nvalues / 2];
-        return (v[r->nvalues / 2 - 1] + v[r->nvalues / 2]) / 2;
-}
-
-static double vmin(const struct bench_record *r)
-{
-        double m = r->values[0];
-
-        for (unsigned i = 1; i < r->nvalues; i++)
-                m = fmin(m, r->values[i]);
-        return m;
-}
-
-static double vmax(const struct bench_record *r)
-{
-        double m = r->values[0];
-
-        for (unsigned i = 1; i < r->nvalues; i++)
-                m = fmax(m, r->values[i]);
-        return m;
+        for (unsigned i = 0; i < n; i++)
+                if (isfinite(values[i]))
+                        v[k++] = values[i];
+        if (k == 0) {
+                *med = *lo = *hi = NAN;
+                return;
+        }
+        qsort(v, k, sizeof(double), cmp_double);
+        *med = k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
+        *lo = v[0];
+        *hi = v[k - 1];
 }
 
 void bench_stats(const struct bench_record *r, double *med, double *lo, double *hi)
 {
-        *med = median(r);
-        *lo = vmin(r);
-        *hi = vmax(r);
+        stats(r->values, r->nvalues, med, lo, hi);
+}
+
+static double median(const struct bench_record *r)
+{
+        double med, lo, hi;
+
+        bench_stats(r, &med, &lo, &hi);
+        return med;
+}
+
+static unsigned finite_count(const struct bench_record *r)
+{
+        unsigned k = 0;
+
+        for (unsigned i = 0; i < r->nvalues; i++)
+                k += isfinite(r->values[i]) != 0;
+        return k;
+}
+
+static void run_failed(const char *suite, const char *kase, const char *name, double v)
+{
+        fprintf(stderr, "percore-bench: %s/%s %s: %s\n", suite, kase, name,
+                pc_strerror((int)v));
+}
+
+int bench_compare(const struct bench_opts *o, const char *suite, const char *kase,
+                  const char *metric, const char *unit, bool lower_is_better,
+                  const struct bench_side *sides, unsigned n)
+{
+        struct bench_record *rec[BENCH_MAX_SIDES];
+        const struct bench_side *live[BENCH_MAX_SIDES];
+        struct bench_opts warm = *o;
+        unsigned first = nrecords, nlive = 0;
+        double v;
+
+        if (n > BENCH_MAX_SIDES || o->runs > BENCH_MAX_RUNS)
+                return -EINVAL;
+        ngroups++;
+        warm.duration = o->duration / 4;
+        for (unsigned s = 0; s < n; s++) {
+                struct bench_record *r;
+                unsigned workers = 0;
+
+                bench_progress("%s/%s %s: warm-up", suite, kase, sides[s].name);
+                v = sides[s].fn(&warm, sides[s].mode, &workers, sides[s].ctx);
+                if (v == -ENOTSUP) {
+                        fprintf(stderr, "percore-bench: %s/%s %s: skipped\n", suite, kase,
+                                sides[s].name);
+                        continue;
+                }
+                if (v < 0) {
+                        run_failed(suite, kase, sides[s].name, v);
+                        nrecords = first;
+                        return (int)v;
+                }
+                if (nrecords == BENCH_MAX_RECORDS) {
+                        nrecords = first;
+                        return -ENOSPC;
+                }
+                r = &records[nrecords++];
+                memset(r, 0, sizeof(*r));
+                r->suite = suite;
+                r->kase = kase;
+                snprintf(r->mode, sizeof(r->mode), "%s", sides[s].name);
+                r->workers = workers;
+                r->metric = metric;
+                r->unit = unit;
+                r->lower_is_better = lower_is_better;
+                r->group = ngroups;
+                rec[nlive] = r;
+                live[nlive++] = &sides[s];
+        }
+        extras_from = nrecords;
+        for (unsigned i = 0; i < o->runs && nlive; i++) {
+                if (o->runs > 1 && nlive > 1)
+                        bench_progress("%s/%s: round %u of %u", suite, kase, i + 1,
+                                       o->runs);
+                for (unsigned s = 0; s < nlive; s++) {
+                        unsigned workers = 0;
+
+                        measuring = rec[s];
+                        measuring_round = i;
+                        v = live[s]->fn(o, live[s]->mode, &workers, live[s]->ctx);
+                        measuring = NULL;
+                        if (v < 0) {
+                                run_failed(suite, kase, live[s]->name, v);
+                                nrecords = first;
+                                return (int)v;
+                        }
+                        rec[s]->values[rec[s]->nvalues++] = v;
+                }
+        }
+        /* Extras end at the last round too, so they align with the sides. */
+        for (unsigned i = extras_from; i < nrecords; i++)
+                while (records[i].nvalues < o->runs)
+                        records[i].values[records[i].nvalues++] = NAN;
+        for (unsigned s = 0; s < nlive; s++)
+                bench_progress("%s/%s %s: %s median %.4g %s", suite, kase, rec[s]->mode,
+                               metric, median(rec[s]), unit);
+        return 0;
 }
 
 int bench_measure(const struct bench_opts *o, const char *suite, const char *kase,
                   const char *mode_name, enum pc_mode mode, const char *metric,
                   const char *unit, bool lower_is_better, bench_run_fn fn, void *ctx)
 {
-        struct bench_record *r;
-        struct bench_opts warm = *o;
-        unsigned workers = 0;
-        double v;
+        const struct bench_side side = {mode_name, mode, fn, ctx};
 
-        if (nrecords == BENCH_MAX_RECORDS)
-                return -ENOSPC;
-        r = &records[nrecords];
-        memset(r, 0, sizeof(*r));
-        r->suite = suite;
-        r->kase = kase;
-        snprintf(r->mode, sizeof(r->mode), "%s", mode_name);
-        r->metric = metric;
-        r->unit = unit;
-        r->lower_is_better = lower_is_better;
-
-        bench_progress("%s/%s %s: warm-up", suite, kase, mode_name);
-        warm.duration = o->duration / 4;
-        v = fn(&warm, mode, &workers, ctx);
-        if (v < 0) {
-                fprintf(stderr, "percore-bench: %s/%s %s: %s\n", suite, kase, mode_name,
-                        pc_strerror((int)v));
-                return (int)v;
-        }
-        r->workers = workers;
-        nrecords++;
-        measuring = r;
-        first_extra = nrecords;
-        for (unsigned i = 0; i < o->runs; i++) {
-                v = fn(o, mode, &workers, ctx);
-                if (v < 0) {
-                        fprintf(stderr, "percore-bench: %s/%s %s: %s\n", suite, kase,
-                                mode_name, pc_strerror((int)v));
-                        measuring = NULL;
-                        nrecords = first_extra - 1;
-                        return (int)v;
-                }
-                r->values[r->nvalues++] = v;
-        }
-        measuring = NULL;
-        bench_progress("%s/%s %s: %s median %.4g %s", suite, kase, mode_name, metric,
-                       median(r), unit);
-        return 0;
-}
-
-/* 61234567 -> "61.2M" */
-static void human(double v, char *buf, size_t len)
-{
-        static const char *const sfx[] = {"", "k", "M", "G", "T"};
-        int i = 0;
-
-        while (fabs(v) >= 1000 && i < 4) {
-                v /= 1000;
-                i++;
-        }
-        snprintf(buf, len, "%.3g%s", v, sfx[i]);
+        return bench_compare(o, suite, kase, metric, unit, lower_is_better, &side, 1);
 }
 
 static bool same_row(const struct bench_record *a, const struct bench_record *b)
 {
         return strcmp(a->suite, b->suite) == 0 && strcmp(a->kase, b->kase) == 0 &&
-               strcmp(a->metric, b->metric) == 0;
+               strcmp(a->metric, b->metric) == 0 && a->workers == b->workers;
 }
 
-/* One row per (suite, case, metric), one column per mode or peer. */
+static bool ratio_ok(double x)
+{
+        return isfinite(x) && x > 0;
+}
+
+/* Above 1 when the percore side @s is better than the peer @p. */
+static double oriented(bool lower_is_better, double s, double p)
+{
+        return lower_is_better ? p / s : s / p;
+}
+
+static bool ratio_of(const struct bench_record *s, const struct bench_record *p,
+                     struct bench_ratio *out)
+{
+        double per[BENCH_MAX_RUNS];
+        unsigned k = 0;
+
+        out->side = s;
+        out->peer = p;
+        if (s->group != p->group) {
+                /* Measured apart: no rounds to pair. */
+                out->value = oriented(s->lower_is_better, median(s), median(p));
+                out->min = out->max = NAN;
+                out->rounds = 0;
+                return ratio_ok(out->value);
+        }
+        for (unsigned i = 0; i < s->nvalues && i < p->nvalues; i++) {
+                double x = oriented(s->lower_is_better, s->values[i], p->values[i]);
+                if (ratio_ok(x))
+                        per[k++] = x;
+        }
+        out->rounds = k;
+        stats(per, k, &out->value, &out->min, &out->max);
+        return k > 0;
+}
+
+unsigned bench_ratios(const struct bench_record *recs, unsigned n, struct bench_ratio *out,
+                      unsigned max)
+{
+        unsigned k = 0;
+
+        for (unsigned i = 0; i < n; i++) {
+                if (bench_is_peer(recs[i].mode))
+                        continue;
+                for (unsigned j = 0; j < n && k < max; j++)
+                        if (bench_is_peer(recs[j].mode) && same_row(&recs[i], &recs[j]) &&
+                            ratio_of(&recs[i], &recs[j], &out[k]))
+                                k++;
+        }
+        return k;
+}
+
+/* ---- the table ----------------------------------------------------------- */
+
+/* Short names for the metric column; the legend under the table spells
+ * each out with its unit. */
+static const struct {
+        const char *metric, *abbrev;
+} abbrevs[] = {
+        {"tasks_per_sec_per_worker", "tasks/s"},
+        {"makespan_ms", "makespan"},
+        {"makespan_ratio_to_ideal", "x_ideal"},
+        {"msgs_per_sec", "msgs/s"},
+        {"call_rtt_ns", "rtt_ns"},
+        {"idle_iter_ns", "idle_ns"},
+        {"mpps_per_core", "Mpps"},
+        {"requests_per_sec", "req/s"},
+        {"requests_per_sec_per_worker", "req/s"},
+        {"ops_per_sec", "ops/s"},
+        {"ops_per_sec_per_worker", "ops/s"},
+        {"ops_per_server_cpu_sec", "ops/cpus"},
+        {"requests_per_server_cpu_sec", "req/cpus"},
+};
+
+/* The metric column's name for @metric: its abbreviation, or the name
+ * itself cut to TABLE_METRIC_MAX characters with a '~'. */
+static void metric_abbrev(const char *metric, char *buf, size_t len)
+{
+        for (size_t i = 0; i < sizeof(abbrevs) / sizeof(abbrevs[0]); i++)
+                if (strcmp(abbrevs[i].metric, metric) == 0) {
+                        snprintf(buf, len, "%s", abbrevs[i].abbrev);
+                        return;
+                }
+        if (strlen(metric) <= TABLE_METRIC_MAX)
+                snprintf(buf, len, "%s", metric);
+        else
+                snprintf(buf, len, "%.*s~", TABLE_METRIC_MAX - 1, metric);
+}
+
+static const char *const sfx[] = {"", "k", "M", "G", "T"};
+
+/* The power of 1000 that human() divides @v by. */
+static int scale_of(double v)
+{
+        int i = 0;
+
+        /* 999.6 would print as "1e+03" at three digits. */
+        while (fabs(v) >= 999.5 && i < 4) {
+                v /= 1000;
+                i++;
+        }
+        return i;
+}
+
+/* 61234567 -> "61.2M" */
+static void human(double v, char *buf, size_t len)
+{
+        int i = scale_of(v);
+
+        snprintf(buf, len, "%.3g%s", v / pow(1000, i), sfx[i]);
+}
+
+/* Three digits, or the integer part when that has more. */
+static void digits3(double v, char *buf, size_t len)
+{
+        snprintf(buf, len, fabs(v) >= 999.5 ? "%.0f" : "%.3g", v);
+}
+
+/* "78.3M (76-80.1)": the range in the median's unit, unless an end is
+ * far from it ("837k (834k-1.96M)"); one run, or no spread, prints alone. */
+static void value_cell(const struct bench_record *r, char *buf, size_t len)
+{
+        double med, lo, hi, unit;
+        char m[16], a[16], b[16];
+
+        bench_stats(r, &med, &lo, &hi);
+        if (!isfinite(med)) {
+                snprintf(buf, len, "-");
+                return;
+        }
+        human(med, m, sizeof(m));
+        if (finite_count(r) < 2 || lo == hi) {
+                snprintf(buf, len, "%s", m);
+                return;
+        }
+        unit = pow(1000, scale_of(med));
+        if ((lo != 0 && fabs(lo / unit) < 0.01) || fabs(hi / unit) >= 999.5) {
+                human(lo, a, sizeof(a));
+                human(hi, b, sizeof(b));
+        } else {
+                digits3(lo / unit, a, sizeof(a));
+                digits3(hi / unit, b, sizeof(b));
+        }
+        if (strcmp(a, b) == 0) /* a spread below three digits */
+                snprintf(buf, len, "%s", m);
+        else
+                snprintf(buf, len, "%s (%s-%s)", m, a, b);
+}
+
+static void ratio_num(double x, char *buf, size_t len)
+{
+        snprintf(buf, len, x < 10 ? "%.2f" : x < 100 ? "%.1f" : "%.0f", x);
+}
+
+static void ratio_cell(const struct bench_ratio *x, char *buf, size_t len)
+{
+        char v[16], a[16], b[16];
+
+        if (x == NULL) {
+                snprintf(buf, len, "-");
+                return;
+        }
+        ratio_num(x->value, v, sizeof(v));
+        if (x->rounds == 0) {
+                snprintf(buf, len, "%sx (medians)", v);
+                return;
+        }
+        if (x->rounds == 1) {
+                snprintf(buf, len, "%sx", v);
+                return;
+        }
+        ratio_num(x->min, a, sizeof(a));
+        ratio_num(x->max, b, sizeof(b));
+        snprintf(buf, len, "%sx (%s-%s)", v, a, b);
+}
+
+/* One line: a percore side and a peer of one row (either may be NULL). */
+struct line {
+        const struct bench_record *row, *side, *peer;
+        const struct bench_ratio *ratio;
+};
+
+static const struct bench_ratio *find_ratio(const struct bench_ratio *x, unsigned n,
+                                            const struct bench_record *s,
+                                            const struct bench_record *p)
+{
+        for (unsigned i = 0; i < n; i++)
+                if (x[i].side == s && x[i].peer == p)
+                        return &x[i];
+        return NULL;
+}
+
+/* The lines of the row @row starts: each percore side beside each peer,
+ * or alone when the row has none; a peer with no side stands alone. */
+static unsigned row_lines(const struct bench_record *row, const struct bench_ratio *x,
+                          unsigned nx, struct line *out, unsigned max)
+{
+        const struct bench_record *peers[BENCH_MAX_RECORDS];
+        unsigned np = 0, k = 0, nsides = 0;
+
+        for (unsigned j = 0; j < nrecords; j++)
+                if (same_row(&records[j], row) && bench_is_peer(records[j].mode))
+                        peers[np++] = &records[j];
+        for (unsigned j = 0; j < nrecords; j++) {
+                const struct bench_record *s = &records[j];
+                if (!same_row(s, row) || bench_is_peer(s->mode))
+                        continue;
+                nsides++;
+                for (unsigned p = 0; p < np && k < max; p++)
+                        out[k++] = (struct line){row, s, peers[p],
+                                                 find_ratio(x, nx, s, peers[p])};
+                if (np == 0 && k < max)
+                        out[k++] = (struct line){row, s, NULL, NULL};
+        }
+        for (unsigned p = 0; nsides == 0 && p < np && k < max; p++)
+                out[k++] = (struct line){row, NULL, peers[p], NULL};
+        return k;
+}
+
+/* Every line, rows in order of first record, rows of one suite/case
+ * together. */
+static unsigned table_lines(const struct bench_ratio *x, unsigned nx, struct line *out,
+                            unsigned max)
+{
+        bool done_row[BENCH_MAX_RECORDS] = {false}, done_case[BENCH_MAX_RECORDS] = {false};
+        unsigned k = 0;
+
+        for (unsigned i = 0; i < nrecords; i++) {
+                if (done_case[i])
+                        continue;
+                for (unsigned j = i; j < nrecords; j++) {
+                        const struct bench_record *r = &records[j];
+                        if (strcmp(r->suite, records[i].suite) != 0 ||
+                            strcmp(r->kase, records[i].kase) != 0)
+                                continue;
+                        done_case[j] = true;
+                        if (done_row[j])
+                                continue;
+                        for (unsigned m = j; m < nrecords; m++)
+                                if (same_row(&records[m], r))
+                                        done_row[m] = true;
+                        k += row_lines(r, x, nx, out + k, max - k);
+                }
+        }
+        return k;
+}
+
+static int width(int w, const char *s)
+{
+        int n = (int)strlen(s);
+
+        return n > w ? n : w;
+}
+
+struct cells {
+        char metric[64], w[16], side[40], sidev[64], peer[40], peerv[64], ratio[64];
+};
+
+static void line_cells(const struct line *l, struct cells *c)
+{
+        metric_abbrev(l->row->metric, c->metric, sizeof(c->metric));
+        snprintf(c->w, sizeof(c->w), "%u", l->row->workers);
+        snprintf(c->side, sizeof(c->side), "%s", l->side ? l->side->mode : "");
+        c->sidev[0] = c->peer[0] = c->peerv[0] = c->ratio[0] = '\0';
+        if (l->side)
+                value_cell(l->side, c->sidev, sizeof(c->sidev));
+        if (l->peer) {
+                snprintf(c->peer, sizeof(c->peer), "%s", l->peer->mode + 5);
+                value_cell(l->peer, c->peerv, sizeof(c->peerv));
+                if (l->side)
+                        ratio_cell(l->ratio, c->ratio, sizeof(c->ratio));
+        }
+}
+
+/*
+ * Per suite/case a heading, then one line per percore side and peer of
+ * each row (metric, workers): the side's median (min-max), the peer's, and
+ * the ratio with its range over rounds. Column widths follow the data.
+ */
 static void print_table(const struct bench_opts *o)
 {
-        const char *cols[16];
-        unsigned ncols = 0;
-        bool done[BENCH_MAX_RECORDS] = {false};
+        static struct bench_ratio x[BENCH_MAX_RATIOS];
+        static struct line lines[TABLE_MAX_LINES];
+        unsigned nx = bench_ratios(records, nrecords, x, BENCH_MAX_RATIOS);
+        unsigned nl = table_lines(x, nx, lines, TABLE_MAX_LINES);
+        int wm = 6, ww = 1, ws = 4, wsv = 1, wp = 4, wpv = 1;
+        bool medians = false, any_peer = false;
+        struct cells c;
 
-        for (unsigned i = 0; i < nrecords; i++) {
-                unsigned c;
-                for (c = 0; c < ncols; c++)
-                        if (strcmp(cols[c], records[i].mode) == 0)
-                                break;
-                if (c == ncols && ncols < 16)
-                        cols[ncols++] = records[i].mode;
+        for (unsigned i = 0; i < nl; i++) {
+                line_cells(&lines[i], &c);
+                wm = width(wm, c.metric);
+                ww = width(ww, c.w);
+                ws = width(ws, c.side);
+                wsv = width(wsv, c.sidev);
+                wp = width(wp, c.peer);
+                wpv = width(wpv, c.peerv);
+                medians |= lines[i].ratio && lines[i].ratio->rounds == 0;
+                any_peer |= lines[i].peer != NULL;
         }
-        printf("\n%u run%s of %.2f s per measurement after a warm-up; median (min-max)\n\n",
+        printf("\n%u round%s of %.2f s after a warm-up of each side, the sides of a case "
+               "in turn\nin each round; median (min-max) of the rounds, the range in the "
+               "median's unit;\nratio: percore side against peer per round, above 1 when "
+               "percore is better\n\n",
                o->runs, o->runs == 1 ? "" : "s", o->duration);
-        printf("%-10s %-10s %-28s %3s", "suite", "case", "metric", "w");
-        for (unsigned c = 0; c < ncols; c++)
-                printf("  %-24s", cols[c]);
-        printf("\n");
-        for (unsigned i = 0; i < nrecords; i++) {
-                if (done[i])
-                        continue;
-                printf("%-10s %-10s %-28s %3u", records[i].suite, records[i].kase,
-                       records[i].metric, records[i].workers);
-                for (unsigned c = 0; c < ncols; c++) {
-                        char cell[64] = "-", a[16], b[16], m[16];
-                        for (unsigned j = i; j < nrecords; j++) {
-                                const struct bench_record *r = &records[j];
-                                if (done[j] || !same_row(r, &records[i]) ||
-                                    strcmp(r->mode, cols[c]) != 0)
-                                        continue;
-                                human(median(r), m, sizeof(m));
-                                human(vmin(r), a, sizeof(a));
-                                human(vmax(r), b, sizeof(b));
-                                snprintf(cell, sizeof(cell), "%s (%s-%s)", m, a, b);
-                                done[j] = true;
-                                break;
-                        }
-                        printf("  %-24s", cell);
-                }
-                printf("\n");
+        if (any_peer)
+                printf("  %-*s  %*s  %-*s  %-*s  ratio\n", wm, "metric", ww, "w",
+                       ws + 1 + wsv, "side", wp + 1 + wpv, "peer");
+        else
+                printf("  %-*s  %*s  side\n", wm, "metric", ww, "w");
+        for (unsigned i = 0; i < nl; i++) {
+                const struct bench_record *row = lines[i].row;
+                char buf[256];
+                int n;
+
+                if (i == 0 || strcmp(row->suite, lines[i - 1].row->suite) != 0 ||
+                    strcmp(row->kase, lines[i - 1].row->kase) != 0)
+                        printf("%s/%s\n", row->suite, row->kase);
+                line_cells(&lines[i], &c);
+                n = snprintf(buf, sizeof(buf), "  %-*s  %*s  %-*s %-*s  %-*s %-*s  %s", wm,
+                             c.metric, ww, c.w, ws, c.side, wsv, c.sidev, wp, c.peer, wpv,
+                             c.peerv, c.ratio);
+                while (n > 0 && buf[n - 1] == ' ')
+                        buf[--n] = '\0';
+                puts(buf);
         }
-        /* Ratios of each percore mode against each peer in the same row. */
+        printf("\nmetrics:\n");
         for (unsigned i = 0; i < nrecords; i++) {
-                const struct bench_record *p = &records[i];
-                if (strncmp(p->mode, "peer:", 5) != 0)
+                const struct bench_record *r = &records[i];
+                bool seen = false;
+
+                for (unsigned j = 0; j < i && !seen; j++)
+                        seen = strcmp(records[j].metric, r->metric) == 0;
+                if (seen)
                         continue;
-                for (unsigned j = 0; j < nrecords; j++) {
-                        const struct bench_record *r = &records[j];
-                        double ratio;
-                        if (!same_row(r, p) || strncmp(r->mode, "peer:", 5) == 0)
-                                continue;
-                        ratio = r->lower_is_better ? median(p) / median(r)
-                                                   : median(r) / median(p);
-                        printf("ratio %s/%s %s: %s vs %s = %.2fx%s\n", r->suite, r->kase,
-                               r->metric, r->mode, p->mode, ratio,
-                               ratio >= 1 ? " (percore faster)" : " (peer faster)");
-                }
+                metric_abbrev(r->metric, c.metric, sizeof(c.metric));
+                printf("  %-*s  %s (%s, %s is better)\n", wm, c.metric, r->metric, r->unit,
+                       r->lower_is_better ? "lower" : "higher");
         }
+        if (medians)
+                printf("(medians): a ratio of medians measured apart, not in rounds\n");
 }
+
+/* ---- JSON ---------------------------------------------------------------- */
 
 static void json_str(FILE *f, const char *s)
 {
@@ -306,8 +634,28 @@ static int count_nodes(void)
         return n ? n : 1;
 }
 
+
+/* JSON has no NaN: a number that is not finite is written as null. */
+static void json_num(FILE *f, double v)
+{
+        if (isfinite(v))
+                fprintf(f, "%.6g", v);
+        else
+                fputs("null", f);
+}
+
+static void json_row(FILE *f, const struct bench_record *r)
+{
+        fprintf(f, "{\"suite\": ");
+        json_str(f, r->suite);
+        fprintf(f, ", \"case\": ");
+        json_str(f, r->kase);
+}
+
 static int write_json(const struct bench_opts *o, const char *path)
 {
+        static struct bench_ratio x[BENCH_MAX_RATIOS];
+        unsigned nx = bench_ratios(records, nrecords, x, BENCH_MAX_RATIOS);
         struct pc_config cfg;
         char line[1024], model[256];
         FILE *f = fopen(path, "w");
@@ -330,18 +678,43 @@ static int write_json(const struct bench_opts *o, const char *path)
                 sysconf(_SC_NPROCESSORS_ONLN), count_nodes());
         for (unsigned i = 0; i < nrecords; i++) {
                 const struct bench_record *r = &records[i];
-                fprintf(f, "    {\"suite\": ");
-                json_str(f, r->suite);
-                fprintf(f, ", \"case\": ");
-                json_str(f, r->kase);
+                double med, lo, hi;
+
+                bench_stats(r, &med, &lo, &hi);
+                fprintf(f, "    ");
+                json_row(f, r);
                 fprintf(f, ", \"mode\": ");
                 json_str(f, r->mode);
                 fprintf(f, ", \"workers\": %u, \"metric\": ", r->workers);
                 json_str(f, r->metric);
-                fprintf(f, ", \"value\": %.6g, \"unit\": ", median(r));
+                fprintf(f, ", \"value\": ");
+                json_num(f, med);
+                fprintf(f, ", \"unit\": ");
                 json_str(f, r->unit);
-                fprintf(f, ", \"min\": %.6g, \"max\": %.6g, \"runs\": %u}%s\n", vmin(r),
-                        vmax(r), r->nvalues, i + 1 < nrecords ? "," : "");
+                fprintf(f, ", \"min\": ");
+                json_num(f, lo);
+                fprintf(f, ", \"max\": ");
+                json_num(f, hi);
+                fprintf(f, ", \"runs\": %u}%s\n", finite_count(r),
+                        i + 1 < nrecords ? "," : "");
+        }
+        fprintf(f, "  ],\n  \"ratios\": [\n");
+        for (unsigned i = 0; i < nx; i++) {
+                fprintf(f, "    ");
+                json_row(f, x[i].side);
+                fprintf(f, ", \"workers\": %u, \"metric\": ", x[i].side->workers);
+                json_str(f, x[i].side->metric);
+                fprintf(f, ", \"side\": ");
+                json_str(f, x[i].side->mode);
+                fprintf(f, ", \"peer\": ");
+                json_str(f, x[i].peer->mode);
+                fprintf(f, ", \"value\": ");
+                json_num(f, x[i].value);
+                fprintf(f, ", \"min\": ");
+                json_num(f, x[i].min);
+                fprintf(f, ", \"max\": ");
+                json_num(f, x[i].max);
+                fprintf(f, ", \"rounds\": %u}%s\n", x[i].rounds, i + 1 < nx ? "," : "");
         }
         fprintf(f, "  ]\n}\n");
         if (fclose(f) != 0)
@@ -362,8 +735,9 @@ static void usage(FILE *f)
                 "  --suite LIST     suites to run (default: all)\n"
                 "  --duration S     seconds per measured run (default 1, quick 0.2)\n"
                 "  --workers N      workers (default: one per usable CPU)\n"
-                "  --runs N         measured runs per case, after a warm-up (default 5, quick 3)\n"
-                "  --json FILE      write one record per measurement\n"
+                "  --runs N         measured rounds per case, each running every side once,\n"
+                "                   after a warm-up of each (default 5, quick 3)\n"
+                "  --json FILE      write one record per measurement and one per ratio\n"
                 "  --plot FILE.svg  draw the results with gnuplot (Debian: gnuplot-nox)\n"
                 "  --quick          short runs, for CI smoke tests\n"
                 "\nsuites:\n");

@@ -9,11 +9,14 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "percore.h"
 
 #define BENCH_MAX_RECORDS 512
 #define BENCH_MAX_RUNS 64
+#define BENCH_MAX_SIDES 8  /* sides of one bench_compare() */
+#define BENCH_MAX_RATIOS 256
 
 struct bench_opts {
         double duration;   /* seconds per measured run */
@@ -26,7 +29,12 @@ struct bench_opts {
         unsigned nmodes;
 };
 
-/* One measurement: a value per run; the table shows the median. */
+/*
+ * One measurement: a value per run; the table shows the median. Records of
+ * one bench_compare() share a round group, and value i of each came from
+ * round i; a run that reported no value for a bench_extra() metric holds
+ * NAN there, which the statistics skip.
+ */
 struct bench_record {
         const char *suite;
         const char *kase;   /* the "case" field */
@@ -37,6 +45,21 @@ struct bench_record {
         bool lower_is_better;
         double values[BENCH_MAX_RUNS];
         unsigned nvalues;
+        unsigned group;     /* the bench_compare() it came from, from 1 */
+};
+
+/*
+ * A percore side against a peer in the same row (suite, case, metric,
+ * workers), oriented so that above 1 means percore is better: peer/side
+ * for lower-is-better metrics, side/peer otherwise. From one comparison it
+ * is the median of the per-round ratios, with their min and max; from
+ * records measured apart, the ratio of the medians with @rounds 0 and no
+ * range (@min, @max NAN).
+ */
+struct bench_ratio {
+        const struct bench_record *side, *peer;
+        double value, min, max;
+        unsigned rounds;
 };
 
 /*
@@ -47,19 +70,50 @@ typedef double (*bench_run_fn)(const struct bench_opts *o, enum pc_mode mode,
                                unsigned *workers_out, void *ctx);
 
 /*
- * Run @fn once to warm up, then o->runs times, and record the values.
- * Returns 0 or the first error.
+ * Run @fn once to warm up, then o->runs times, and record the values: a
+ * bench_compare() of one side, so a warm-up returning -ENOTSUP is reported
+ * skipped and returns 0. Returns 0 or the first other error.
  */
 int bench_measure(const struct bench_opts *o, const char *suite, const char *kase,
                   const char *mode_name, enum pc_mode mode, const char *metric,
                   const char *unit, bool lower_is_better, bench_run_fn fn, void *ctx);
 
+/* One side of a comparison: a percore mode or a peer. */
+struct bench_side {
+        const char *name;  /* "tpc", "elastic", "peer:NAME" */
+        enum pc_mode mode; /* passed to fn; peers ignore it */
+        bench_run_fn fn;
+        void *ctx;
+};
+
+/*
+ * Measure @n sides of one case in alternated rounds: a warm-up of each,
+ * then o->runs rounds of one run of each side in turn (A B A B ...), so a
+ * drift of the shared machine hits every side alike. One record per side;
+ * value i of every side's record (and of its bench_extra records) comes
+ * from round i, so the table and JSON give each percore side's ratio to
+ * each peer as the median of the per-round ratios. A side whose warm-up
+ * returns -ENOTSUP is reported skipped (with the reason it printed) and
+ * left out; any other error ends the comparison. Returns 0 or that error.
+ */
+int bench_compare(const struct bench_opts *o, const char *suite, const char *kase,
+                  const char *metric, const char *unit, bool lower_is_better,
+                  const struct bench_side *sides, unsigned n);
+
 /*
  * Report a second metric from inside a measured run (say, steals beside a
  * makespan). It becomes its own record with the suite, case, mode and
- * workers of the measurement in progress; ignored during the warm-up.
+ * workers of the measurement in progress, its value i from round i (NAN
+ * for a round that reported none); ignored during the warm-up.
  */
 void bench_extra(const char *metric, const char *unit, bool lower_is_better, double v);
+
+/* Whether a record's mode names a peer ("peer:NAME") rather than a
+ * percore side. */
+static inline bool bench_is_peer(const char *mode)
+{
+        return strncmp(mode, "peer:", 5) == 0;
+}
 
 /* Progress for long suites, on stderr. */
 void bench_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -68,17 +122,28 @@ void bench_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * idle (benchmarks measure the loop, not wake-up latency). */
 void bench_config(struct pc_config *cfg, const struct bench_opts *o, enum pc_mode mode);
 
-/* The median, min and max of a record's values. */
+/* The median, min and max of a record's values, NANs left out (all three
+ * NAN when nothing is left). */
 void bench_stats(const struct bench_record *r, double *med, double *lo, double *hi);
+
+/*
+ * The ratios of every percore side to every peer in the same row of @n
+ * records, in record order, at most @max of them into @out; a pair whose
+ * ratio is not a positive finite number is left out. Returns the count.
+ */
+unsigned bench_ratios(const struct bench_record *recs, unsigned n, struct bench_ratio *out,
+                      unsigned max);
 
 /* Whether an executable gnuplot is on PATH (--plot checks before the
  * suites run, not after minutes of them). */
 bool bench_plot_available(void);
 
 /*
- * Draw @n records as one SVG at @path with gnuplot: per suite/case/metric
- * a bar per mode or peer, median with min-max error bars. Returns 0, or a
- * negative errno after saying why on stderr (gnuplot missing or failing).
+ * Draw @n records as one SVG at @path with gnuplot: a summary of every
+ * percore/peer ratio, then a grid of charts, one per suite/case/metric with
+ * a bar per side (median, min-max error bar), and idle_iter_ns as a line
+ * over worker counts. Returns 0, or a negative errno after saying why on
+ * stderr (gnuplot missing or failing).
  */
 int bench_plot(const char *path, const struct bench_record *recs, unsigned n);
 

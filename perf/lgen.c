@@ -5,9 +5,13 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <liburing.h>
@@ -62,14 +66,77 @@ static double hist_quantile(const uint64_t *h, uint64_t n, double q)
 }
 
 struct lgen {
-        uint16_t port;
+        const struct lgen_opts *o;
         unsigned conns;
         uint64_t duration_ns;
         const struct lgen_proto *p;
         uint64_t done;
+        double server_cpu_s;
         uint64_t hist[HIST_BUCKETS];
         int err;
 };
+
+/* CPU seconds of process @pid (all its threads), from /proc; -1 if gone. */
+static double proc_cpu_s(pid_t pid)
+{
+        char path[64], buf[1024], *p;
+        unsigned long utime, stime;
+        FILE *f;
+        size_t n;
+
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+        f = fopen(path, "r");
+        if (f == NULL)
+                return -1;
+        n = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        /* Fields after the command (which may hold spaces) start at ") ";
+         * utime and stime are the 12th and 13th of them. */
+        p = strrchr(buf, ')');
+        if (p == NULL || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
+                                &utime, &stime) != 2)
+                return -1;
+        return (double)(utime + stime) / (double)sysconf(_SC_CLK_TCK);
+}
+
+static double ts_s(const struct timespec *t)
+{
+        return (double)t->tv_sec + (double)t->tv_nsec / 1e9;
+}
+
+/* CPU seconds the server has used so far: its process's, or when it runs
+ * in this process, the process's less this (the client) thread's. */
+static double server_cpu_now(const struct lgen *g)
+{
+        struct timespec self;
+        struct rusage ru;
+
+        if (g->o->server_pid > 0)
+                return proc_cpu_s(g->o->server_pid);
+        if (getrusage(RUSAGE_SELF, &ru) || clock_gettime(CLOCK_THREAD_CPUTIME_ID, &self))
+                return -1;
+        return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+               (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6 - ts_s(&self);
+}
+
+static int pin_client(const char *cpus)
+{
+        uint64_t set[CPU_SETSIZE / 64];
+        cpu_set_t mask;
+        int rc;
+
+        if (cpus == NULL)
+                return 0;
+        rc = pc_cpulist_parse(cpus, set, CPU_SETSIZE);
+        if (rc < 0)
+                return rc;
+        CPU_ZERO(&mask);
+        for (int c = 0; c < CPU_SETSIZE; c++)
+                if (set[c / 64] >> (c % 64) & 1)
+                        CPU_SET(c, &mask);
+        return -pthread_setaffinity_np(pthread_self(), sizeof(mask), &mask);
+}
 
 /* user_data of a completion: the connection, and which operation. */
 #define OP_SEND 0u
@@ -166,18 +233,22 @@ static void *lgen_thread(void *arg)
         struct lconn *c = calloc(g->conns, sizeof(*c));
         struct lring *lr = calloc(1, sizeof(*lr));
         uint64_t end, seed = 0x9E3779B97F4A7C15ull;
+        double cpu0;
         bool ring = false;
 
         if (c == NULL || lr == NULL) {
                 g->err = -ENOMEM;
                 goto out;
         }
+        g->err = pin_client(g->o->cpus);
+        if (g->err)
+                goto out;
         g->err = io_uring_queue_init(RING_ENTRIES, &lr->ring, 0);
         if (g->err)
                 goto out;
         ring = true;
         for (unsigned i = 0; i < g->conns; i++) {
-                struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(g->port)};
+                struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(g->o->port)};
                 int one = 1;
 
                 sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -190,6 +261,7 @@ static void *lgen_thread(void *arg)
                 if ((g->err = next_request(g, lr, &c[i], i, &seed)) != 0)
                         goto out;
         }
+        cpu0 = server_cpu_now(g);
         end = pc_now_ns() + g->duration_ns;
         while (pc_now_ns() < end) {
                 struct __kernel_timespec ts = {.tv_nsec = 100000000};
@@ -217,6 +289,9 @@ static void *lgen_thread(void *arg)
                 if (g->err)
                         goto out;
         }
+        g->server_cpu_s = server_cpu_now(g) - cpu0;
+        if (cpu0 < 0 || g->server_cpu_s < 0)
+                g->server_cpu_s = -1;
 out:
         /* Closing the sockets ends what is still armed; then the ring goes. */
         for (unsigned i = 0; c && i < g->conns; i++)
@@ -229,27 +304,61 @@ out:
         return NULL;
 }
 
-double lgen_run(uint16_t port, unsigned conns, double seconds, const struct lgen_proto *p,
-                double *p99_us)
+int lgen_run(const struct lgen_opts *o, struct lgen_result *out)
 {
         struct lgen *g = calloc(1, sizeof(*g));
         pthread_t t;
-        double rc;
+        int rc;
 
         if (g == NULL)
                 return -ENOMEM;
-        g->port = port;
-        g->conns = conns > LGEN_MAX_CONNS ? LGEN_MAX_CONNS : conns;
-        g->duration_ns = (uint64_t)(seconds * 1e9);
-        g->p = p;
+        g->o = o;
+        g->conns = o->conns > LGEN_MAX_CONNS ? LGEN_MAX_CONNS : o->conns;
+        g->duration_ns = (uint64_t)(o->seconds * 1e9);
+        g->p = o->p;
         if (pthread_create(&t, NULL, lgen_thread, g) != 0) {
                 free(g);
                 return -EAGAIN;
         }
         pthread_join(t, NULL);
-        rc = g->err ? g->err : (double)g->done;
-        if (p99_us)
-                *p99_us = hist_quantile(g->hist, g->done, 0.99) / 1e3;
+        rc = g->err;
+        out->done = g->done;
+        out->p99_us = hist_quantile(g->hist, g->done, 0.99) / 1e3;
+        out->server_cpu_s = g->server_cpu_s;
         free(g);
         return rc;
+}
+
+static void cpu_list(const int *cpus, unsigned n, char *buf, size_t len)
+{
+        size_t off = 0;
+
+        buf[0] = '\0';
+        for (unsigned i = 0; i < n && off < len; i++)
+                off += (size_t)snprintf(buf + off, len - off, "%s%d", i ? "," : "", cpus[i]);
+}
+
+int lgen_place(unsigned workers, bool apart, struct lgen_place *out)
+{
+        int cpus[LGEN_MAX_SERVER + 1];
+        unsigned n = 0, first = apart ? 1 : 0;
+        cpu_set_t set;
+
+        if (sched_getaffinity(0, sizeof(set), &set))
+                return -errno;
+        for (int c = 0; c < CPU_SETSIZE && n < LGEN_MAX_SERVER + 1; c++)
+                if (CPU_ISSET(c, &set))
+                        cpus[n++] = c;
+        if (workers == 0 || workers > LGEN_MAX_SERVER || n < workers + first)
+                return -ERANGE;
+        memset(out, 0, sizeof(*out));
+        out->workers = workers;
+        out->apart = apart;
+        memcpy(out->cpus, cpus + first, workers * sizeof(int));
+        cpu_list(out->cpus, workers, out->server_cpus, sizeof(out->server_cpus));
+        if (apart)
+                cpu_list(cpus, 1, out->client_cpus, sizeof(out->client_cpus));
+        else
+                memcpy(out->client_cpus, out->server_cpus, sizeof(out->client_cpus));
+        return 0;
 }

@@ -12,8 +12,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <sys/types.h>
+
 #define LGEN_MAX_CONNS 256
-#define LGEN_BUF 256 /* largest reply a protocol may expect */
+#define LGEN_BUF 2048 /* largest request or reply a protocol may use */
 
 struct lgen_proto {
         /* Write connection @conn's next request into @buf (at most @cap
@@ -24,14 +26,51 @@ struct lgen_proto {
         void *ctx;
 };
 
+#define LGEN_MAX_SERVER 64
+
+/* Where a server and its client run: CPU lists for the server's threads
+ * and for the client thread. */
+struct lgen_place {
+        unsigned workers;
+        int cpus[LGEN_MAX_SERVER]; /* server thread i's CPU */
+        char server_cpus[256];     /* the same as a list, "1" or "0,1" */
+        char client_cpus[256];
+        bool apart;                /* the client on a CPU of its own */
+};
+
 /*
- * Run @conns connections against 127.0.0.1:@port for @seconds. Returns
- * the number of completed request/reply pairs, or a negative errno (a
- * connection failed, or a reply outgrew LGEN_BUF: -EPROTO). *@p99_us (may
- * be NULL) gets the 99th percentile of the request-to-whole-reply times,
- * in microseconds, from a log-linear histogram (within 1/32 of the value).
+ * Lay out @workers server threads on the CPUs this process may use:
+ * @apart puts the client on the first CPU and the server on the next
+ * ones, otherwise the client shares the server's CPUs. Returns 0, or
+ * -ERANGE when there are too few CPUs for it (or over LGEN_MAX_SERVER).
  */
-double lgen_run(uint16_t port, unsigned conns, double seconds, const struct lgen_proto *p,
-                double *p99_us);
+int lgen_place(unsigned workers, bool apart, struct lgen_place *out);
+
+/* What a run is asked to do. */
+struct lgen_opts {
+        uint16_t port;     /* on 127.0.0.1 */
+        unsigned conns;    /* at most LGEN_MAX_CONNS */
+        double seconds;
+        const struct lgen_proto *p;
+        const char *cpus;  /* CPU list the client thread runs on ("0", "0-1"); NULL: any */
+        pid_t server_pid;  /* the server's process; 0: this process, whose CPU
+                            * time less the client thread's is the server's */
+};
+
+/* What a run measured, over its timed part only. */
+struct lgen_result {
+        uint64_t done;       /* request/reply pairs completed */
+        double p99_us;       /* 99th percentile request-to-whole-reply time */
+        double server_cpu_s; /* CPU seconds the server used (user + system) */
+};
+
+/*
+ * Run o->conns connections against 127.0.0.1:o->port for o->seconds (all
+ * connected and each with its first request sent before the clock starts).
+ * Returns 0 or a negative errno (a connection failed, a reply outgrew
+ * LGEN_BUF: -EPROTO, a bad CPU list: -EINVAL). p99 comes from a log-linear
+ * histogram (within 1/32 of the value).
+ */
+int lgen_run(const struct lgen_opts *o, struct lgen_result *out);
 
 #endif

@@ -1,12 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * --plot: the results as one SVG, drawn by gnuplot run as a child process.
- * One small bar chart per suite/case/metric (their units differ, so they
- * cannot share an axis), stacked; in each, one bar per mode or peer at the
- * median, with an error bar from the min to the max run. A mode keeps its
- * colour in every chart.
+ * From the top:
+ *   - every percore/peer ratio as a horizontal bar from 1 to its median
+ *     over the rounds, with a min-max error bar, on a log scale with a
+ *     line at 1: right of it percore is better, left of it the peer;
+ *   - a grid of small bar charts, one per suite/case/metric (their units
+ *     differ, so they cannot share an axis), a bar per side at the median
+ *     with an error bar from the min to the max round;
+ *   - in the last cell, idle_iter_ns as a line over the worker counts.
+ * A side keeps its colour in every chart.
  */
 #include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,9 +23,21 @@
 
 #include "bench.h"
 
-#define PLOT_ROW_PX    240
-#define PLOT_WIDTH_PX  900
-#define PLOT_MAX_MODES 16
+#define PLOT_WIDTH_PX    1200
+#define PLOT_TITLE_PX    40
+#define PLOT_COLS        3
+#define PLOT_CELL_PX     300
+#define PLOT_BAR_PX      22  /* one ratio bar */
+#define PLOT_RATIO_PAD   110 /* the ratio chart's title and axis */
+#define PLOT_MAX_MODES   16
+#define PLOT_LINE_METRIC "idle_iter_ns"
+
+/* Colours by first appearance of a side; more sides than this reuse them. */
+static const char *const palette[] = {
+        "#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3",
+        "#937860", "#da8bc3", "#8c8c8c", "#ccb974", "#64b5cd",
+};
+#define NPALETTE (sizeof(palette) / sizeof(palette[0]))
 
 bool bench_plot_available(void)
 {
@@ -59,109 +77,366 @@ static bool same_group(const struct bench_record *a, const struct bench_record *
                strcmp(a->metric, b->metric) == 0;
 }
 
-static unsigned mode_colour(const char **modes, unsigned *nmodes, const char *mode)
+struct plot {
+        FILE *gp;
+        const struct bench_record *recs;
+        unsigned n;
+        const char *modes[PLOT_MAX_MODES];
+        unsigned nmodes;
+        unsigned height; /* px */
+};
+
+/* The linetype of @mode: 1 + its place among the sides seen so far. */
+static unsigned colour(struct plot *p, const char *mode)
 {
         unsigned i;
 
-        for (i = 0; i < *nmodes; i++)
-                if (strcmp(modes[i], mode) == 0)
-                        return i + 1;
-        if (*nmodes < PLOT_MAX_MODES)
-                modes[(*nmodes)++] = mode;
-        return i + 1;
+        for (i = 0; i < p->nmodes; i++)
+                if (strcmp(p->modes[i], mode) == 0)
+                        break;
+        if (i == p->nmodes && p->nmodes < PLOT_MAX_MODES)
+                p->modes[p->nmodes++] = mode;
+        return i % NPALETTE + 1;
 }
 
-static void write_script(FILE *gp, const char *path, const struct bench_record *recs,
-                         unsigned n, unsigned ngroups)
+/* A label inside a double-quoted data field: no quote, no newline. */
+static void gp_label(FILE *f, const char *s)
 {
-        const char *modes[PLOT_MAX_MODES];
-        unsigned nmodes = 0;
-        bool done[BENCH_MAX_RECORDS] = {false};
+        fputc('"', f);
+        for (; *s; s++)
+                fputc(*s == '"' ? '\'' : *s == '\n' ? ' ' : *s, f);
+        fputc('"', f);
+}
 
-        fprintf(gp,
+/* Place the next chart at @x_px, @y_px from the top left, @w_px by @h_px,
+ * with the axis settings of the last one undone. */
+static void panel(struct plot *p, double x_px, double y_px, double w_px, double h_px)
+{
+        fprintf(p->gp,
+                "set origin %.5f,%.5f\nset size %.5f,%.5f\n"
+                "unset logscale\nunset arrow\nunset label\nunset grid\nset key off\n"
+                "set autoscale\nset tics scale default\n"
+                "set xtics autofreq norotate font ',10'\nset ytics autofreq font ',10'\n"
+                "set format x '%%g'\nset format y '%%g'\nset xlabel ''\nset ylabel ''\n",
+                x_px / PLOT_WIDTH_PX, 1 - (y_px + h_px) / p->height, w_px / PLOT_WIDTH_PX,
+                h_px / p->height);
+}
+
+/* Tics at powers of two from @lo to @hi, at most about eight of them,
+ * one always at 1; below 1 written as fractions ("1/4"). */
+static void log2_tics(FILE *gp, double lo, double hi)
+{
+        int kmin = (int)ceil(log2(lo)), kmax = (int)floor(log2(hi));
+        int step = (kmax - kmin + 7) / 8;
+        const char *sep = "";
+
+        if (step < 1)
+                step = 1;
+        fprintf(gp, "set xtics (");
+        for (int k = kmin; k <= kmax; k++) {
+                if (k % step != 0)
+                        continue;
+                if (k >= 0)
+                        fprintf(gp, "%s'%g' %g", sep, ldexp(1, k), ldexp(1, k));
+                else
+                        fprintf(gp, "%s'1/%g' %g", sep, ldexp(1, -k), ldexp(1, k));
+                sep = ", ";
+        }
+        fprintf(gp, ")\n");
+}
+
+static void ratio_chart(struct plot *p, const struct bench_ratio *x, unsigned nx,
+                        double top_px, double h_px)
+{
+        double lo = 1, hi = 1;
+        bool medians = false;
+
+        for (unsigned i = 0; i < nx; i++) {
+                double a = x[i].rounds ? x[i].min : x[i].value;
+                double b = x[i].rounds ? x[i].max : x[i].value;
+                lo = a < lo ? a : lo;
+                hi = b > hi ? b : hi;
+                medians |= x[i].rounds == 0;
+        }
+        panel(p, 0, top_px, PLOT_WIDTH_PX, h_px);
+        fprintf(p->gp, "$R << EOD\n");
+        for (unsigned i = 0; i < nx; i++) {
+                const struct bench_record *s = x[i].side;
+                char label[256];
+
+                snprintf(label, sizeof(label), "%s/%s %s w%u: %s vs %s%s", s->suite, s->kase,
+                         s->metric, s->workers, s->mode, x[i].peer->mode + 5,
+                         x[i].rounds ? "" : " *");
+                gp_label(p->gp, label);
+                fprintf(p->gp, " %.6g %.6g %.6g %u %u\n", x[i].value,
+                        x[i].rounds ? x[i].min : x[i].value,
+                        x[i].rounds ? x[i].max : x[i].value, colour(p, s->mode), x[i].rounds);
+        }
+        fprintf(p->gp, "EOD\n");
+        fprintf(p->gp, "set title 'percore side / peer, median of the per-round ratios, bars "
+                       "from min to max round; right of 1: percore better%s'\n",
+                medians ? "; * ratio of medians, not alternated" : "");
+        lo /= 2.5; /* room for the labels */
+        hi *= 2.5;
+        fprintf(p->gp,
+                "set logscale x 2\nset xrange [%g:%g]\nset yrange [%g:-0.5]\n"
+                "set ytics scale 0 font ',10'\nset grid xtics\n"
+                "set arrow from 1,graph 0 to 1,graph 1 nohead lw 2 lc rgb '#202020' front\n",
+                lo, hi, nx - 0.5);
+        log2_tics(p->gp, lo, hi);
+        /* x, y, x from 1 to the median, y +-0.35, colour; the error bars
+         * of the ratios that have rounds; the median written beyond the
+         * bar's far end, right of it above 1 and left of it below. */
+        fprintf(p->gp,
+                "plot $R using 2:0:($2<1?$2:1):($2<1?1:$2):($0-0.35):($0+0.35):5:ytic(1) "
+                "with boxxyerror fs solid 0.75 border -1 lc variable, \\\n"
+                "     $R using ($6>0?$2:NaN):0:3:4 with xerrorbars pt 0 lc rgb '#202020', "
+                "\\\n"
+                "     $R using ($2<1?NaN:$4*1.1):0:(sprintf('%%.3gx',$2)) with labels left "
+                "font ',9', \\\n"
+                "     $R using ($2<1?$3/1.1:NaN):0:(sprintf('%%.3gx',$2)) with labels right "
+                "font ',9'\n");
+}
+
+/* The bars of one chart in order: by workers, percore sides before peers. */
+static unsigned group_members(const struct plot *p, unsigned first, unsigned *out)
+{
+        unsigned k = 0;
+
+        for (unsigned j = first; j < p->n; j++)
+                if (same_group(&p->recs[j], &p->recs[first]))
+                        out[k++] = j;
+        for (unsigned i = 1; i < k; i++)
+                for (unsigned j = i; j > 0; j--) {
+                        const struct bench_record *a = &p->recs[out[j - 1]];
+                        const struct bench_record *b = &p->recs[out[j]];
+                        unsigned t;
+                        if (a->workers < b->workers ||
+                            (a->workers == b->workers &&
+                             bench_is_peer(a->mode) <= bench_is_peer(b->mode)))
+                                break;
+                        t = out[j - 1];
+                        out[j - 1] = out[j];
+                        out[j] = t;
+                }
+        return k;
+}
+
+static void bar_chart(struct plot *p, unsigned first, double x_px, double y_px, double w_px,
+                      double h_px)
+{
+        static unsigned idx[BENCH_MAX_RECORDS];
+        const struct bench_record *r0 = &p->recs[first];
+        unsigned k = group_members(p, first, idx);
+        bool several = false;
+        double top = 0;
+        char title[256];
+
+        for (unsigned i = 0; i < k; i++) {
+                double med, lo, hi;
+                bench_stats(&p->recs[idx[i]], &med, &lo, &hi);
+                top = hi > top ? hi : top; /* false for NAN */
+                several |= p->recs[idx[i]].workers != r0->workers;
+        }
+        panel(p, x_px, y_px, w_px, h_px);
+        fprintf(p->gp, "$G << EOD\n");
+        for (unsigned i = 0; i < k; i++) {
+                const struct bench_record *r = &p->recs[idx[i]];
+                double med, lo, hi;
+                char label[64];
+
+                bench_stats(r, &med, &lo, &hi);
+                if (several)
+                        snprintf(label, sizeof(label), "%s w%u", r->mode, r->workers);
+                else
+                        snprintf(label, sizeof(label), "%s", r->mode);
+                gp_label(p->gp, label);
+                /* A side that reported this metric in no round has no bar. */
+                if (isfinite(med))
+                        fprintf(p->gp, " %.6g %.6g %.6g", med, lo, hi);
+                else
+                        fprintf(p->gp, " NaN NaN NaN");
+                fprintf(p->gp, " %u\n", colour(p, r->mode));
+        }
+        fprintf(p->gp, "EOD\n");
+        if (several)
+                snprintf(title, sizeof(title), "%s/%s", r0->suite, r0->kase);
+        else
+                snprintf(title, sizeof(title), "%s/%s, %u worker%s", r0->suite, r0->kase,
+                         r0->workers, r0->workers == 1 ? "" : "s");
+        fprintf(p->gp, "set title ");
+        gp_str(p->gp, title);
+        snprintf(title, sizeof(title), "%s (%s, %s is better)", r0->metric, r0->unit,
+                 r0->lower_is_better ? "lower" : "higher");
+        fprintf(p->gp, ".\"\\n\".");
+        gp_str(p->gp, title);
+        fprintf(p->gp, " font ',11'\nset xrange [-0.6:%g]\n", k - 0.4);
+        /* An all-zero chart (steals in thread-per-core mode) still needs a
+         * y range. */
+        fprintf(p->gp, top > 0 ? "set yrange [0:*]\n" : "set yrange [0:1]\n");
+        /* Millions of tasks read better as 61.2M; ratios as 1.05. */
+        if (top >= 1e4)
+                fprintf(p->gp, "set format y '%%.1s%%c'\n");
+        if (k > 4)
+                fprintf(p->gp, "set xtics rotate by -30 font ',9'\n");
+        fprintf(p->gp, "set grid ytics\n");
+        /* x, median, min, max, box width, colour. */
+        fprintf(p->gp, "plot $G using 0:2:3:4:(0.6):5:xtic(1) with boxerrorbars "
+                       "fs solid 0.75 border -1 lc variable\n");
+}
+
+/* PLOT_LINE_METRIC over the worker counts: a line per suite and side,
+ * points at the medians with min-max error bars. */
+static void line_chart(struct plot *p, double x_px, double y_px, double w_px, double h_px)
+{
+        bool done[BENCH_MAX_RECORDS] = {false};
+        const struct bench_record *series[PLOT_MAX_MODES];
+        const struct bench_record *any = NULL;
+        unsigned wlo = 0, whi = 0, ns = 0;
+        char title[256];
+
+        for (unsigned i = 0; i < p->n; i++) {
+                const struct bench_record *r = &p->recs[i];
+                if (strcmp(r->metric, PLOT_LINE_METRIC) != 0)
+                        continue;
+                any = r;
+                wlo = wlo == 0 || r->workers < wlo ? r->workers : wlo;
+                whi = r->workers > whi ? r->workers : whi;
+        }
+        if (any == NULL)
+                return;
+        panel(p, x_px, y_px, w_px, h_px);
+        for (unsigned i = 0; i < p->n && ns < PLOT_MAX_MODES; i++) {
+                const struct bench_record *r = &p->recs[i];
+                unsigned last = 0;
+
+                if (done[i] || strcmp(r->metric, PLOT_LINE_METRIC) != 0)
+                        continue;
+                /* This suite and side's points, by workers. */
+                fprintf(p->gp, "$L%u << EOD\n", ns);
+                for (;;) {
+                        unsigned best = p->n;
+                        double med, lo, hi;
+
+                        for (unsigned j = i; j < p->n; j++) {
+                                const struct bench_record *q = &p->recs[j];
+                                if (!done[j] && strcmp(q->metric, r->metric) == 0 &&
+                                    strcmp(q->suite, r->suite) == 0 &&
+                                    strcmp(q->mode, r->mode) == 0 && q->workers >= last &&
+                                    (best == p->n || q->workers < p->recs[best].workers))
+                                        best = j;
+                        }
+                        if (best == p->n)
+                                break;
+                        done[best] = true;
+                        last = p->recs[best].workers;
+                        bench_stats(&p->recs[best], &med, &lo, &hi);
+                        fprintf(p->gp, "%u %.6g %.6g %.6g\n", last, med, lo, hi);
+                }
+                fprintf(p->gp, "EOD\n");
+                series[ns++] = r;
+        }
+        snprintf(title, sizeof(title), "%s over workers (%s, %s is better)", any->metric,
+                 any->unit, any->lower_is_better ? "lower" : "higher");
+        fprintf(p->gp, "set title ");
+        gp_str(p->gp, title);
+        fprintf(p->gp,
+                " font ',11'\nset logscale x 2\nset xrange [%g:%g]\nset yrange [0:*]\n"
+                "set xlabel 'workers'\nset grid ytics\nset key bottom right\n",
+                wlo / 1.5, whi * 1.5);
+        fprintf(p->gp, "plot");
+        for (unsigned i = 0; i < ns; i++) {
+                char name[128];
+
+                snprintf(name, sizeof(name), "%s %s", series[i]->suite, series[i]->mode);
+                fprintf(p->gp, "%s $L%u using 1:2:3:4 with yerrorlines lw 2 pt 7 lt %u "
+                               "title ",
+                        i ? ", \\\n    " : "", i, colour(p, series[i]->mode));
+                gp_str(p->gp, name);
+        }
+        fprintf(p->gp, "\n");
+}
+
+/* The charts of the grid: the first record of each suite/case/metric
+ * that is not drawn as a line. */
+static unsigned grid_groups(const struct plot *p, unsigned *first)
+{
+        bool seen[BENCH_MAX_RECORDS] = {false};
+        unsigned k = 0;
+
+        for (unsigned i = 0; i < p->n; i++) {
+                if (seen[i] || strcmp(p->recs[i].metric, PLOT_LINE_METRIC) == 0)
+                        continue;
+                first[k++] = i;
+                for (unsigned j = i; j < p->n; j++)
+                        if (same_group(&p->recs[j], &p->recs[i]))
+                                seen[j] = true;
+        }
+        return k;
+}
+
+static void write_script(struct plot *p, const char *path)
+{
+        static struct bench_ratio x[BENCH_MAX_RATIOS];
+        static unsigned first[BENCH_MAX_RECORDS];
+        unsigned nx = bench_ratios(p->recs, p->n, x, BENCH_MAX_RATIOS);
+        unsigned ng = grid_groups(p, first), ncells = ng, cols, rows;
+        double ratio_px = nx ? PLOT_RATIO_PAD + PLOT_BAR_PX * nx : 0, cell_w;
+        bool line = false;
+
+        for (unsigned i = 0; i < p->n && !line; i++)
+                line = strcmp(p->recs[i].metric, PLOT_LINE_METRIC) == 0;
+        ncells += line;
+        cols = ncells < PLOT_COLS ? (ncells ? ncells : 1) : PLOT_COLS;
+        rows = (ncells + cols - 1) / cols;
+        cell_w = (double)PLOT_WIDTH_PX / cols;
+        p->height = PLOT_TITLE_PX + (unsigned)ratio_px + rows * PLOT_CELL_PX;
+
+        fprintf(p->gp,
                 "set terminal svg size %u,%u dynamic noenhanced font 'sans,11' "
                 "background '#ffffff'\nset output ",
-                PLOT_WIDTH_PX, PLOT_ROW_PX * ngroups);
-        gp_str(gp, path);
-        fprintf(gp,
-                "\nset multiplot layout %u,1 title 'percore-bench: median of the "
-                "runs, bars from min to max'\n"
-                "set style fill solid 0.7 border -1\nset boxwidth 0.6\n"
-                "set grid ytics\nset key off\n",
-                ngroups);
-        for (unsigned i = 0; i < n; i++) {
-                char title[256];
-                unsigned k = 0;
-                double top = 0;
-
-                if (done[i])
-                        continue;
-                for (unsigned j = i; j < n; j++)
-                        if (same_group(&recs[j], &recs[i])) {
-                                double med, lo, hi;
-                                bench_stats(&recs[j], &med, &lo, &hi);
-                                top = hi > top ? hi : top;
-                                k++;
-                        }
-                snprintf(title, sizeof(title), "%s/%s: %s (%s, %s is better)",
-                         recs[i].suite, recs[i].kase, recs[i].metric, recs[i].unit,
-                         recs[i].lower_is_better ? "lower" : "higher");
-                fprintf(gp, "set title ");
-                gp_str(gp, title);
-                fprintf(gp, "\nset xrange [-0.6:%g]\n", k - 0.4);
-                /* An all-zero chart (steals in thread-per-core mode) still
-                 * needs a y range. */
-                fprintf(gp, top > 0 ? "set yrange [0:*]\n" : "set yrange [0:1]\n");
-                /* Millions of tasks read better as 61.2M; ratios as 1.05. */
-                fprintf(gp, top >= 1e4 ? "set format y '%%.1s%%c'\n"
-                                       : "set format y '%%g'\n");
-                /* x, median, min, max, box width, colour. */
-                fprintf(gp, "plot '-' using 0:2:3:4:(0.6):5:xtic(1) with boxerrorbars "
-                            "lc variable\n");
-                for (unsigned j = i; j < n; j++) {
-                        double med, lo, hi;
-                        if (!same_group(&recs[j], &recs[i]))
-                                continue;
-                        done[j] = true;
-                        bench_stats(&recs[j], &med, &lo, &hi);
-                        fprintf(gp, "\"%s\" %.6g %.6g %.6g %u\n", recs[j].mode, med, lo,
-                                hi, mode_colour(modes, &nmodes, recs[j].mode));
-                }
-                fprintf(gp, "e\n");
+                PLOT_WIDTH_PX, p->height);
+        gp_str(p->gp, path);
+        fprintf(p->gp, "\n");
+        for (unsigned i = 0; i < NPALETTE; i++)
+                fprintf(p->gp, "set linetype %u lc rgb '%s' lw 1.5\n", i + 1, palette[i]);
+        fprintf(p->gp,
+                "set style fill solid 0.75 border -1\nset bars small\n"
+                "set multiplot title 'percore-bench: medians of the rounds, error bars from "
+                "the min to the max round' font ',14'\n");
+        if (nx)
+                ratio_chart(p, x, nx, PLOT_TITLE_PX, ratio_px);
+        for (unsigned c = 0; c < ncells; c++) {
+                double cx = (c % cols) * cell_w;
+                double cy = PLOT_TITLE_PX + ratio_px + (double)(c / cols) * PLOT_CELL_PX;
+                if (c < ng)
+                        bar_chart(p, first[c], cx, cy, cell_w, PLOT_CELL_PX);
+                else
+                        line_chart(p, cx, cy, cell_w, PLOT_CELL_PX);
         }
-        fprintf(gp, "unset multiplot\nset output\n");
+        fprintf(p->gp, "unset multiplot\nset output\n");
 }
 
 int bench_plot(const char *path, const struct bench_record *recs, unsigned n)
 {
-        bool seen[BENCH_MAX_RECORDS] = {false};
+        struct plot p = {.recs = recs, .n = n};
         void (*old)(int);
-        unsigned ngroups = 0;
         struct stat st;
-        FILE *gp;
         int status;
 
-        for (unsigned i = 0; i < n; i++) {
-                if (seen[i])
-                        continue;
-                ngroups++;
-                for (unsigned j = i; j < n; j++)
-                        if (same_group(&recs[j], &recs[i]))
-                                seen[j] = true;
-        }
-        if (ngroups == 0)
+        if (n == 0)
                 return 0;
         /* A gnuplot that dies early must not take the bench with it. */
         old = signal(SIGPIPE, SIG_IGN);
-        gp = popen("gnuplot", "w");
-        if (gp == NULL) {
+        p.gp = popen("gnuplot", "w");
+        if (p.gp == NULL) {
                 fprintf(stderr, "percore-bench: cannot run gnuplot: %s\n",
                         strerror(errno));
                 signal(SIGPIPE, old);
                 return -errno;
         }
-        write_script(gp, path, recs, n, ngroups);
-        status = pclose(gp);
+        write_script(&p, path);
+        status = pclose(p.gp);
         signal(SIGPIPE, old);
         if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
                 if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 127)

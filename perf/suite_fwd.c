@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * fwd: DPDK forwarding rate on one core, pc-fwd against dpdk-testpmd, in
- * the same run, over the same pair of net_null ports, in the same modes
- * (io, macswap), both forwarding on CPU 1 with the same pool size and
+ * alternated rounds, over the same pair of net_null ports, in the same
+ * modes (io, macswap), both forwarding on CPU 1 with the same pool size and
  * burst. The EAL starts once per process, so every measurement is a child
  * process: the bench starts it, waits for the line saying forwarding
  * began, lets it run for the duration, stops it, and divides the packets
@@ -11,7 +11,7 @@
  * interactive (-i) with commands on a pipe, "start" and "stop", since its
  * SIGINT path sleeps up to a second before the cores stop, which would
  * count packets outside the window. Start-up costs are outside the window
- * for both.
+ * for both. Without dpdk-testpmd (or stdbuf) the peer is reported skipped.
  *
  * PERCORE_FWD names the pc-fwd binary (default: ../apps/pc-fwd beside
  * this executable), PERCORE_TESTPMD the testpmd one (default:
@@ -68,6 +68,27 @@ static const char *find_testpmd(void)
         return e && *e ? e : "dpdk-testpmd";
 }
 
+/* Whether execlp() would find @name: a path, or a file on PATH. */
+static bool runnable(const char *name)
+{
+        const char *path = getenv("PATH");
+        char *copy, *save = NULL;
+        bool found = false;
+
+        if (strchr(name, '/'))
+                return access(name, X_OK) == 0;
+        if (path == NULL || (copy = strdup(path)) == NULL)
+                return false;
+        for (char *dir = strtok_r(copy, ":", &save); dir && !found;
+             dir = strtok_r(NULL, ":", &save)) {
+                char exe[PATH_MAX];
+                snprintf(exe, sizeof(exe), "%s/%s", *dir ? dir : ".", name);
+                found = access(exe, X_OK) == 0;
+        }
+        free(copy);
+        return found;
+}
+
 /* Read what the child wrote, appending to @buf; wait at most @ms (-1 =
  * until EOF). Returns false on EOF. */
 static bool slurp(int fd, char *buf, size_t *len, int ms)
@@ -107,6 +128,11 @@ static double fwd_run(const struct bench_opts *o, enum pc_mode mode, unsigned *w
         pid_t pid;
 
         (void)mode;
+        if (c->testpmd && (!runnable(find_testpmd()) || !runnable("stdbuf"))) {
+                bench_progress("fwd/%s: peer:testpmd needs %s and stdbuf, not found",
+                               c->mode, find_testpmd());
+                return -ENOTSUP;
+        }
         snprintf(prefix, sizeof(prefix), "pc_bench_fwd_%d", (int)getpid());
         if (pipe(pfd) != 0)
                 return -errno;
@@ -214,26 +240,24 @@ static double fwd_run(const struct bench_opts *o, enum pc_mode mode, unsigned *w
 
 int suite_fwd(const struct bench_opts *o)
 {
-        static const struct fwd_case cases[] = {
-                {"io", false},
-                {"io", true},
-                {"macswap", false},
-                {"macswap", true},
+        static const struct fwd_case cases[][2] = {
+                {{"io", false}, {"io", true}},
+                {{"macswap", false}, {"macswap", true}},
         };
-        int rc;
+        int rc = 0;
 
         if (find_fwd() == NULL) {
                 fprintf(stderr, "percore-bench: fwd: pc-fwd not found (built without DPDK? "
                                 "set PERCORE_FWD)\n");
                 return -ENOENT;
         }
-        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-                const struct fwd_case *c = &cases[i];
-                rc = bench_measure(o, "fwd", c->mode, c->testpmd ? "peer:testpmd" : "tpc",
-                                   PC_MODE_TPC, "mpps_per_core", "Mpps", false, fwd_run,
-                                   (void *)c);
-                if (rc)
-                        return rc;
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]) && rc == 0; i++) {
+                const struct bench_side sides[] = {
+                        {"tpc", PC_MODE_TPC, fwd_run, (void *)&cases[i][0]},
+                        {"peer:testpmd", PC_MODE_TPC, fwd_run, (void *)&cases[i][1]},
+                };
+                rc = bench_compare(o, "fwd", cases[i][0].mode, "mpps_per_core", "Mpps", false,
+                                   sides, 2);
         }
-        return 0;
+        return rc;
 }

@@ -5,15 +5,23 @@
  *   balanced: round-robin over the workers.
  * The metric is the makespan, from the first spawn to the last task's end.
  * Thread-per-core mode can only run the skewed bag on worker 0; elastic
- * mode lets idle workers take it. The peer "ideal" is the serial time of
- * the same bag measured in the same run on one worker, divided by N; each
- * run also reports its makespan divided by that ideal and its steals.
+ * mode lets idle workers take it.
+ *
+ * The peer "ideal" runs no runtime at all: the calling thread, pinned to
+ * the CPU worker 0 would take, calls the same task function on the same
+ * costs in the same order in a plain loop, and that time divided by the
+ * worker count N is the ideal: the serial work split perfectly over N
+ * workers with no spawn, queue or steal to pay for. No scheduler reaches
+ * it; a makespan at it says the runtime's cost vanished in the noise. Each
+ * round runs the ideal first, so each percore run of that round also
+ * reports its makespan divided by that round's ideal, and its steals.
  */
 #include <errno.h>
 #include <stdatomic.h>
 #include <string.h>
 
 #include "bench.h"
+#include "peers/peers.h"
 
 #define NTASKS 4096
 
@@ -25,7 +33,7 @@ struct imb_ctx {
         _Atomic unsigned left;
         uint64_t t_start, t_end;
         _Atomic uint64_t sink;
-        double ideal_ms; /* serial time / N, measured before the runs */
+        double ideal_ms; /* the latest peer:ideal run's, 0 before the first */
 };
 
 static struct imb_ctx C;
@@ -48,7 +56,8 @@ static void work(void *arg)
         atomic_fetch_add_explicit(&C.sink, burn(n), memory_order_relaxed);
         if (atomic_fetch_sub(&C.left, 1) == 1) {
                 C.t_end = pc_now_ns();
-                pc_runtime_stop(C.rt);
+                if (C.rt) /* NULL in the ideal's plain loop */
+                        pc_runtime_stop(C.rt);
         }
 }
 
@@ -89,15 +98,12 @@ static void make_costs(uint64_t budget_ns)
 }
 
 static double imb_once(const struct bench_opts *o, enum pc_mode mode, bool skewed,
-                       unsigned workers_override, unsigned *workers)
+                       unsigned *workers)
 {
         struct pc_config cfg;
-        struct bench_opts oo = *o;
         int rc;
 
-        if (workers_override)
-                oo.workers = workers_override;
-        bench_config(&cfg, &oo, mode);
+        bench_config(&cfg, o, mode);
         C.skewed = skewed;
         rc = pc_runtime_create(&cfg, &C.rt);
         if (rc)
@@ -116,6 +122,7 @@ static double imb_once(const struct bench_opts *o, enum pc_mode mode, bool skewe
                 bench_extra("steals", "tasks", true, steals);
         }
         pc_runtime_destroy(C.rt);
+        C.rt = NULL;
         if (rc)
                 return rc;
         return (double)(C.t_end - C.t_start) / 1e6;
@@ -124,39 +131,70 @@ static double imb_once(const struct bench_opts *o, enum pc_mode mode, bool skewe
 static double skewed_run(const struct bench_opts *o, enum pc_mode mode, unsigned *w, void *x)
 {
         (void)x;
-        return imb_once(o, mode, true, 0, w);
+        return imb_once(o, mode, true, w);
 }
 
 static double balanced_run(const struct bench_opts *o, enum pc_mode mode, unsigned *w,
                            void *x)
 {
         (void)x;
-        return imb_once(o, mode, false, 0, w);
+        return imb_once(o, mode, false, w);
 }
 
-/* The ideal: the same bag on one worker, divided by the worker count the
- * other runs use. */
+/* Where a thread-per-core runtime with the bench's config puts worker 0. */
+struct ideal_ctx {
+        unsigned workers;
+        int cpu0;
+        bool pin;
+};
+
 static double ideal_run(const struct bench_opts *o, enum pc_mode mode, unsigned *w, void *x)
 {
-        unsigned *n = x, one;
-        double saved = C.ideal_ms, serial;
+        const struct ideal_ctx *ic = x;
+        cpu_set_t saved;
+        int rc;
 
-        C.ideal_ms = 0; /* a serial run reports no ratio of its own */
-        serial = imb_once(o, PC_MODE_TPC, true, 1, &one);
-        C.ideal_ms = saved;
-
+        (void)o;
         (void)mode;
-        if (serial < 0)
-                return serial;
-        *w = *n;
-        return serial / *n;
+        if (ic->pin) {
+                rc = peer_affinity_save(&saved);
+                if (rc == 0)
+                        rc = peer_pin_self(ic->cpu0);
+                if (rc)
+                        return rc;
+        }
+        C.rt = NULL;
+        atomic_store(&C.left, NTASKS);
+        C.t_start = pc_now_ns();
+        for (unsigned i = 0; i < NTASKS; i++)
+                work((void *)(uintptr_t)C.cost[i]);
+        if (ic->pin)
+                peer_affinity_restore(&saved);
+        *w = ic->workers;
+        C.ideal_ms = (double)(C.t_end - C.t_start) / 1e6 / ic->workers;
+        return C.ideal_ms;
+}
+
+static int imb_case(const struct bench_opts *o, const char *kase, bench_run_fn fn,
+                    struct ideal_ctx *ic)
+{
+        struct bench_side sides[BENCH_MAX_SIDES];
+        unsigned n = 0;
+
+        /* The ideal first, so the percore runs after it in the same round
+         * divide by it. */
+        sides[n++] = (struct bench_side){"peer:ideal", PC_MODE_TPC, ideal_run, ic};
+        for (unsigned m = 0; m < o->nmodes; m++)
+                sides[n++] = (struct bench_side){pc_mode_name(o->modes[m]), o->modes[m], fn,
+                                                 NULL};
+        return bench_compare(o, "imbalance", kase, "makespan_ms", "ms", true, sides, n);
 }
 
 int suite_imbalance(const struct bench_opts *o)
 {
+        static struct ideal_ctx ic;
         struct pc_config probe;
         struct pc_runtime *rt;
-        unsigned n;
         int rc;
 
         /* The bag takes about half the run duration on one core. */
@@ -166,41 +204,13 @@ int suite_imbalance(const struct bench_opts *o)
         rc = pc_runtime_create(&probe, &rt);
         if (rc)
                 return rc;
-        n = pc_runtime_workers(rt);
+        ic.workers = pc_runtime_workers(rt);
+        ic.cpu0 = pc_runtime_worker_cpu(rt, 0);
+        ic.pin = pc_runtime_config(rt)->pin && ic.cpu0 >= 0;
         pc_runtime_destroy(rt);
 
-        /* The ideal first, median of three serial runs, so every measured
-         * run can be divided by it. */
-        {
-                double v[3];
-                unsigned one;
-                for (int i = 0; i < 3; i++) {
-                        v[i] = imb_once(o, PC_MODE_TPC, true, 1, &one);
-                        if (v[i] < 0)
-                                return (int)v[i];
-                }
-                if (v[0] > v[1]) { double x = v[0]; v[0] = v[1]; v[1] = x; }
-                if (v[1] > v[2]) { double x = v[1]; v[1] = v[2]; v[2] = x; }
-                if (v[0] > v[1]) { double x = v[0]; v[0] = v[1]; v[1] = x; }
-                C.ideal_ms = v[1] / n;
-        }
-
-        for (unsigned m = 0; m < o->nmodes; m++) {
-                rc = bench_measure(o, "imbalance", "skewed", pc_mode_name(o->modes[m]),
-                                   o->modes[m], "makespan_ms", "ms", true, skewed_run, NULL);
-                if (rc)
-                        return rc;
-        }
-        rc = bench_measure(o, "imbalance", "skewed", "peer:ideal", PC_MODE_TPC, "makespan_ms",
-                           "ms", true, ideal_run, &n);
-        if (rc)
-                return rc;
-        for (unsigned m = 0; m < o->nmodes; m++) {
-                rc = bench_measure(o, "imbalance", "balanced", pc_mode_name(o->modes[m]),
-                                   o->modes[m], "makespan_ms", "ms", true, balanced_run, NULL);
-                if (rc)
-                        return rc;
-        }
-        return bench_measure(o, "imbalance", "balanced", "peer:ideal", PC_MODE_TPC,
-                             "makespan_ms", "ms", true, ideal_run, &n);
+        rc = imb_case(o, "skewed", skewed_run, &ic);
+        if (rc == 0)
+                rc = imb_case(o, "balanced", balanced_run, &ic);
+        return rc;
 }

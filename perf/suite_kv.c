@@ -1,18 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * kv: memcached ASCII get/set operations per second per worker, pc-kv in
- * each mode against Debian's memcached with the same thread count, both
- * as child processes on loopback, driven by the same generator in the same
- * run. Every key of a fixed key space is stored first (one pipelined
- * connection, not timed); then each connection sends gets and sets of
- * 32-byte values at random keys, nine gets to one set, one request in
- * flight per connection, so the servers do the same work. Each run also reports the 99th percentile latency
- * of a request (p99_us) as seen by the generator, and the operations per
- * CPU second the server process used (ops_per_server_cpu_sec, from
- * /proc/PID/stat): on a machine where the generator shares the CPUs and
- * caps ops/s for every server, this is what says how much work a server
- * spends per request. pc-kv's workers poll while idle, so their spinning
- * counts against them here.
+ * kv: memcached ASCII get/set operations per second, pc-kv in each mode
+ * against Debian's memcached with the same thread count, both child
+ * processes on loopback pinned to the same server CPUs (pc-kv pins each
+ * worker; memcached, which has no pinning of its own, gets its process
+ * affinity set, as taskset would), driven by the same generator, the
+ * sides alternated round by round. Every key of a fixed key space is
+ * stored first (one pipelined connection, not timed); then 64 connections
+ * send gets and sets at random keys, nine gets to one set, one request in
+ * flight per connection. Cases: 32-byte and 1 KB values, at 1 and 2
+ * workers (or --workers); with 2 workers pc-kv's shards split the keys, so
+ * half the requests of a connection go to the other worker's shard by
+ * pc_call(). The client runs on a CPU of its own where one is left
+ * ("-apart"), on the server's CPUs otherwise ("-shared"). Each run also
+ * reports the 99th percentile latency (p99_us) the client saw and the
+ * operations per CPU second the server process used
+ * (ops_per_server_cpu_sec, from /proc/PID/stat over the timed part): where
+ * the client shares the CPUs, that is what says how much work a server
+ * spends per request.
  *
  * PERCORE_KV names the pc-kv binary (default: ../apps/pc-kv beside the
  * bench); the peer is skipped with a message when memcached is missing.
@@ -23,6 +28,7 @@
 #include <libgen.h>
 #include <limits.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,20 +41,26 @@
 #include "bench.h"
 #include "lgen.h"
 
-#define KV_CONNS 32
+#define KV_CONNS 64
 #define KV_KEYS 10000
-#define KV_VALUE 32
 #define KV_PORT_BASE 23000
+
+/* One case: value size and where the server and client run. */
+struct kv_case {
+        unsigned value;
+        struct lgen_place place;
+        char name[32];
+};
 
 /* Per connection: whether its request in flight is a get. */
 static bool kv_is_get[LGEN_MAX_CONNS];
 
 static size_t kv_request(void *ctx, unsigned conn, uint64_t *seed, char *buf, size_t cap)
 {
+        const struct kv_case *k = ctx;
         unsigned key;
         int n;
 
-        (void)ctx;
         *seed = *seed * 6364136223846793005ull + 1442695040888963407ull;
         key = (unsigned)(*seed >> 33) % KV_KEYS;
         /* Nine gets to one set. */
@@ -56,8 +68,8 @@ static size_t kv_request(void *ctx, unsigned conn, uint64_t *seed, char *buf, si
         if (kv_is_get[conn])
                 n = snprintf(buf, cap, "get k%05u\r\n", key);
         else
-                n = snprintf(buf, cap, "set k%05u 0 0 %d\r\n%0*u\r\n", key, KV_VALUE,
-                             KV_VALUE, key);
+                n = snprintf(buf, cap, "set k%05u 0 0 %u\r\n%0*u\r\n", key, k->value,
+                             (int)k->value, key);
         return (size_t)n;
 }
 
@@ -70,8 +82,6 @@ static bool kv_done(void *ctx, unsigned conn, const char *buf, size_t len)
                 return len >= 8;
         return len >= 5 && memcmp(buf + len - 5, "END\r\n", 5) == 0;
 }
-
-static const struct lgen_proto kv_proto = {.request = kv_request, .reply_done = kv_done};
 
 static const char *pc_kv_path(void)
 {
@@ -109,33 +119,9 @@ static int wait_port(uint16_t port, pid_t child)
         return -ETIMEDOUT;
 }
 
-/* CPU seconds @pid has used so far (all its threads), or -1. */
-static double cpu_seconds(pid_t pid)
-{
-        char path[64], buf[1024], *p;
-        unsigned long utime, stime;
-        FILE *f;
-        size_t n;
-
-        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-        f = fopen(path, "r");
-        if (f == NULL)
-                return -1;
-        n = fread(buf, 1, sizeof(buf) - 1, f);
-        fclose(f);
-        buf[n] = '\0';
-        /* Fields after the command (which may hold spaces) start at ") ";
-         * utime and stime are the 12th and 13th of them. */
-        p = strrchr(buf, ')');
-        if (p == NULL || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
-                                &utime, &stime) != 2)
-                return -1;
-        return (double)(utime + stime) / (double)sysconf(_SC_CLK_TCK);
-}
-
 /* Store every key once, before the timed part: one connection, pipelined
  * noreply sets, then a version to know they were all taken. */
-static int kv_preload(uint16_t port)
+static int kv_preload(uint16_t port, unsigned value)
 {
         struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
         char buf[64 * 1024], reply[256];
@@ -152,11 +138,11 @@ static int kv_preload(uint16_t port)
         for (unsigned k = 0; k <= KV_KEYS && rc == 0; k++) {
                 if (k < KV_KEYS)
                         len += (size_t)snprintf(buf + len, sizeof(buf) - len,
-                                                "set k%05u 0 0 %d noreply\r\n%0*u\r\n", k,
-                                                KV_VALUE, KV_VALUE, k);
+                                                "set k%05u 0 0 %u noreply\r\n%0*u\r\n", k,
+                                                value, (int)value, k);
                 else
                         len += (size_t)snprintf(buf + len, sizeof(buf) - len, "version\r\n");
-                if (k == KV_KEYS || len > sizeof(buf) - 128) {
+                if (k == KV_KEYS || len > sizeof(buf) - 128 - value) {
                         if (send(fd, buf, len, MSG_NOSIGNAL) != (ssize_t)len)
                                 rc = -EIO;
                         len = 0;
@@ -179,67 +165,83 @@ out:
         return rc;
 }
 
-struct kv_ctx {
+struct kv_side {
         bool memcached;
         unsigned runs; /* gives each run its own port */
+        struct kv_case *k;
 };
+
+/* Start the server of @x in a child, on the case's CPUs. */
+static pid_t kv_spawn(const struct kv_side *x, enum pc_mode mode, uint16_t port)
+{
+        char ports[16], threads[16];
+        pid_t pid;
+
+        snprintf(ports, sizeof(ports), "%u", port);
+        snprintf(threads, sizeof(threads), "%u", x->k->place.workers);
+        pid = fork();
+        if (pid != 0)
+                return pid;
+        int null = open("/dev/null", O_WRONLY);
+        if (null >= 0) {
+                dup2(null, 1);
+                dup2(null, 2);
+        }
+        if (x->memcached) {
+                cpu_set_t set;
+
+                CPU_ZERO(&set);
+                for (unsigned i = 0; i < x->k->place.workers; i++)
+                        CPU_SET(x->k->place.cpus[i], &set);
+                sched_setaffinity(0, sizeof(set), &set);
+                execlp("memcached", "memcached", "-p", ports, "-U", "0", "-l", "127.0.0.1", "-t",
+                       threads, "-m", "256", "-c", "4096", "-u", "root", (char *)NULL);
+        } else {
+                setenv("PERCORE_MODE", pc_mode_name(mode), 1);
+                setenv("PERCORE_CPUS", x->k->place.server_cpus, 1);
+                execl(pc_kv_path(), "pc-kv", "-p", ports, "-l", "127.0.0.1", "-t", threads, "-m",
+                      "256", "-c", "4096", (char *)NULL);
+        }
+        _exit(127);
+}
 
 static double kv_run(const struct bench_opts *o, enum pc_mode mode, unsigned *workers, void *arg)
 {
-        struct kv_ctx *x = arg;
-        unsigned n = o->workers ? o->workers : 1;
+        struct kv_side *x = arg;
+        struct kv_case *k = x->k;
         uint16_t port = (uint16_t)(KV_PORT_BASE + (x->memcached ? 500 : 0) + x->runs++ % 400);
-        char ports[16], threads[16];
-        double ops = 0;
+        const struct lgen_proto proto = {.request = kv_request, .reply_done = kv_done, .ctx = k};
+        struct lgen_result res;
         pid_t pid;
         int rc, status;
 
-        snprintf(ports, sizeof(ports), "%u", port);
-        snprintf(threads, sizeof(threads), "%u", n);
-        pid = fork();
+        *workers = k->place.workers;
+        pid = kv_spawn(x, mode, port);
         if (pid < 0)
                 return -errno;
-        if (pid == 0) {
-                int null = open("/dev/null", O_WRONLY);
-                if (null >= 0) {
-                        dup2(null, 1);
-                        dup2(null, 2);
-                }
-                if (x->memcached) {
-                        execlp("memcached", "memcached", "-p", ports, "-U", "0", "-l",
-                               "127.0.0.1", "-t", threads, "-m", "256", "-u", "root", (char *)NULL);
-                } else {
-                        setenv("PERCORE_MODE", pc_mode_name(mode), 1);
-                        setenv("PERCORE_PIN", "0", 1);
-                        execl(pc_kv_path(), "pc-kv", "-p", ports, "-l", "127.0.0.1", "-t",
-                              threads, "-m", "256", (char *)NULL);
-                }
-                _exit(127);
-        }
         rc = wait_port(port, pid);
         if (rc == 0)
-                rc = kv_preload(port);
+                rc = kv_preload(port, k->value);
         if (rc == 0) {
-                memset(kv_is_get, 0, sizeof(kv_is_get));
-                double p99 = 0, cpu0 = cpu_seconds(pid), cpu1;
+                struct lgen_opts lo = {.port = port,
+                                       .conns = KV_CONNS,
+                                       .seconds = o->duration,
+                                       .p = &proto,
+                                       .cpus = k->place.client_cpus,
+                                       .server_pid = pid};
 
-                ops = lgen_run(port, KV_CONNS, o->duration, &kv_proto, &p99);
-                cpu1 = cpu_seconds(pid);
-                if (ops < 0) {
-                        rc = (int)ops;
-                } else {
-                        bench_extra("p99_us", "us", true, p99);
-                        if (cpu0 >= 0 && cpu1 > cpu0)
-                                bench_extra("ops_per_server_cpu_sec", "ops/cpu-s", false,
-                                            ops / (cpu1 - cpu0));
-                }
+                memset(kv_is_get, 0, sizeof(kv_is_get));
+                rc = lgen_run(&lo, &res);
         }
         kill(pid, SIGTERM);
         waitpid(pid, &status, 0);
-        *workers = n;
         if (rc)
                 return rc;
-        return ops / n / o->duration;
+        bench_extra("p99_us", "us", true, res.p99_us);
+        if (res.server_cpu_s > 0)
+                bench_extra("ops_per_server_cpu_sec", "ops/cpu-s", false,
+                            (double)res.done / res.server_cpu_s);
+        return (double)res.done / o->duration;
 }
 
 static bool have_memcached(void)
@@ -247,9 +249,25 @@ static bool have_memcached(void)
         return system("command -v memcached >/dev/null 2>&1") == 0;
 }
 
+static double memcached_missing(const struct bench_opts *o, enum pc_mode mode,
+                                unsigned *workers, void *arg)
+{
+        (void)o;
+        (void)mode;
+        (void)workers;
+        (void)arg;
+        bench_progress("kv: peer:memcached skipped: memcached is not installed");
+        return -ENOTSUP;
+}
+
 int suite_kv(const struct bench_opts *o)
 {
-        static struct kv_ctx pc = {.memcached = false}, mc = {.memcached = true};
+        static const unsigned values[] = {32, 1024};
+        static struct kv_case cases[2][2];
+        static struct kv_side pc[3], mc;
+        unsigned counts[2] = {1, 2}, ncounts = o->workers ? 1 : 2;
+        struct bench_side sides[4];
+        unsigned n = 0;
         int rc;
 
         if (access(pc_kv_path(), X_OK) != 0) {
@@ -257,18 +275,40 @@ int suite_kv(const struct bench_opts *o)
                                pc_kv_path());
                 return 0;
         }
+        if (o->workers)
+                counts[0] = o->workers;
         for (unsigned m = 0; m < o->nmodes; m++) {
                 if (o->modes[m] == PC_MODE_DETERMINISTIC)
                         continue;
-                rc = bench_measure(o, "kv", "getset", pc_mode_name(o->modes[m]), o->modes[m],
-                                   "ops_per_sec_per_worker", "ops/s", false, kv_run, &pc);
-                if (rc)
-                        return rc;
+                sides[n] = (struct bench_side){pc_mode_name(o->modes[m]), o->modes[m], kv_run,
+                                               &pc[n]};
+                n++;
         }
-        if (!have_memcached()) {
-                bench_progress("kv: peer:memcached skipped: memcached is not installed");
-                return 0;
+        mc.memcached = true;
+        sides[n++] = (struct bench_side){"peer:memcached", PC_MODE_TPC,
+                                         have_memcached() ? kv_run : memcached_missing, &mc};
+        for (unsigned v = 0; v < 2; v++) {
+                for (unsigned c = 0; c < ncounts; c++) {
+                        struct kv_case *k = &cases[v][c];
+                        char *kase = k->name;
+
+                        k->value = values[v];
+                        /* The client on a CPU of its own where one is left. */
+                        if (lgen_place(counts[c], true, &k->place) &&
+                            (rc = lgen_place(counts[c], false, &k->place)) != 0) {
+                                bench_progress("kv at %u workers: skipped: %s", counts[c],
+                                               pc_strerror(rc));
+                                continue;
+                        }
+                        snprintf(kase, sizeof(k->name), "v%s-%s", v ? "1k" : "32",
+                                 k->place.apart ? "apart" : "shared");
+                        for (unsigned i = 0; i < n; i++)
+                                ((struct kv_side *)sides[i].ctx)->k = k;
+                        rc = bench_compare(o, "kv", kase, "ops_per_sec", "ops/s", false, sides,
+                                           n);
+                        if (rc)
+                                return rc;
+                }
         }
-        return bench_measure(o, "kv", "getset", "peer:memcached", PC_MODE_TPC,
-                             "ops_per_sec_per_worker", "ops/s", false, kv_run, &mc);
+        return 0;
 }

@@ -9,6 +9,10 @@
  *           (call_rtt_ns, mean per run; the table shows the median run);
  *           beside it peer:pingpong, two pinned threads bouncing a counter
  *           on one cache line: the hardware's floor for a round trip.
+ *   idle-Nw the cost of an idle loop iteration with N workers (2, 8, 32),
+ *           thread-per-core only.
+ *
+ * The percore modes and the peer of a case run in alternated rounds.
  *
  * Both sides run the same sink per message. The submit driver keeps at most
  * WINDOW messages in flight (reading the receiver's published count once
@@ -271,12 +275,17 @@ static double rte_ring_run(const struct bench_opts *o, enum pc_mode mode, unsign
         bool pin;
         int rc = peer_cpus(o, cpus, &pin);
 
+        double v;
+
         (void)mode;
         (void)ctx;
         if (rc)
                 return rc;
         *workers = MSG_WORKERS;
-        return msg_peer_rte_ring(pin, cpus[0], cpus[1], o->duration);
+        v = msg_peer_rte_ring(pin, cpus[0], cpus[1], o->duration);
+        if (v == -ENOTSUP)
+                bench_progress("msg/submit: peer:rte_ring not built (no DPDK)");
+        return v;
 }
 
 #define PP_STOP UINT64_MAX /* odd, so the answering side looks at it */
@@ -454,41 +463,43 @@ static double idle_run(const struct bench_opts *o, enum pc_mode mode, unsigned *
         return sum / n;
 }
 
+/* One case: the percore modes that run two workers, then @peer. */
+static int msg_case(const struct bench_opts *o, const char *kase, const char *metric,
+                    const char *unit, bool lower_is_better, bench_run_fn fn,
+                    const char *peer, bench_run_fn peer_fn)
+{
+        struct bench_side sides[BENCH_MAX_SIDES];
+        unsigned n = 0;
+
+        for (unsigned m = 0; m < o->nmodes; m++)
+                if (o->modes[m] != PC_MODE_DETERMINISTIC)
+                        sides[n++] = (struct bench_side){pc_mode_name(o->modes[m]),
+                                                         o->modes[m], fn, NULL};
+        sides[n++] = (struct bench_side){peer, PC_MODE_TPC, peer_fn, NULL};
+        return bench_compare(o, "msg", kase, metric, unit, lower_is_better, sides, n);
+}
+
 int suite_msg(const struct bench_opts *o)
 {
+        static unsigned counts[] = {2, 8, 32};
+        static const char *cases[] = {"idle-2w", "idle-8w", "idle-32w"};
         int rc;
 
-        for (unsigned m = 0; m < o->nmodes; m++) {
-                const char *name = pc_mode_name(o->modes[m]);
+        /* PERCORE_MODE=deterministic makes every runtime of the process one
+         * worker, the peers' CPU probe included. */
+        if (o->nmodes == 1 && o->modes[0] == PC_MODE_DETERMINISTIC) {
+                bench_progress("msg: skipped in deterministic mode (one worker)");
+                return 0;
+        }
+        rc = msg_case(o, "submit", "msgs_per_sec", "msgs/s", false, submit_run,
+                      "peer:rte_ring", rte_ring_run);
+        if (rc == 0)
+                rc = msg_case(o, "call", "call_rtt_ns", "ns", true, call_run,
+                              "peer:pingpong", cacheline_run);
+        for (unsigned i = 0; i < 3 && rc == 0; i++) {
+                const struct bench_side idle = {"tpc", PC_MODE_TPC, idle_run, &counts[i]};
 
-                if (o->modes[m] == PC_MODE_DETERMINISTIC) {
-                        bench_progress("msg: skipped in deterministic mode (one worker)");
-                        continue;
-                }
-                rc = bench_measure(o, "msg", "submit", name, o->modes[m], "msgs_per_sec",
-                                   "msgs/s", false, submit_run, NULL);
-                if (rc == 0)
-                        rc = bench_measure(o, "msg", "call", name, o->modes[m],
-                                           "call_rtt_ns", "ns", true, call_run, NULL);
-                if (rc)
-                        return rc;
+                rc = bench_compare(o, "msg", cases[i], "idle_iter_ns", "ns", true, &idle, 1);
         }
-        {
-                static unsigned counts[] = {2, 8, 32};
-                static const char *cases[] = {"idle-2w", "idle-8w", "idle-32w"};
-                for (unsigned i = 0; i < 3; i++) {
-                        rc = bench_measure(o, "msg", cases[i], "tpc", PC_MODE_TPC, "idle_iter_ns",
-                                           "ns", true, idle_run, &counts[i]);
-                        if (rc)
-                                return rc;
-                }
-        }
-        rc = bench_measure(o, "msg", "submit", "peer:rte_ring", PC_MODE_TPC, "msgs_per_sec",
-                           "msgs/s", false, rte_ring_run, NULL);
-        if (rc == -ENOTSUP)
-                bench_progress("msg: peer:rte_ring skipped: built without DPDK");
-        else if (rc)
-                return rc;
-        return bench_measure(o, "msg", "call", "peer:pingpong", PC_MODE_TPC, "call_rtt_ns",
-                             "ns", true, cacheline_run, NULL);
+        return rc;
 }

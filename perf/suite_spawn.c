@@ -8,7 +8,8 @@
  * Peers, in the same run and on the same workers: OpenMP tasks (libgomp)
  * and oneTBB task_groups, driven by perf/peers/. They get the worker count
  * and CPUs a thread-per-core runtime would use, thread i pinned to worker
- * i's CPU (unpinned when PERCORE_PIN=0).
+ * i's CPU (unpinned when PERCORE_PIN=0). Every side runs once per round,
+ * in turn; a peer not built is reported skipped.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -97,13 +98,18 @@ static double spawn_run(const struct bench_opts *o, enum pc_mode mode, unsigned 
 
 typedef double (*peer_fn)(unsigned workers, const int *cpus, double seconds);
 
+struct peer {
+        peer_fn fn;       /* NULL when not built */
+        const char *why;  /* what is missing then */
+};
+
 /* A peer's run: the workers and CPUs percore would take, from a runtime
  * made with the bench's thread-per-core config (and the environment) and
  * dropped before the peer starts. */
 static double peer_run(const struct bench_opts *o, enum pc_mode mode, unsigned *workers,
                        void *ctx)
 {
-        peer_fn fn = *(peer_fn *)ctx;
+        const struct peer *p = ctx;
         int cpus[PC_MAX_WORKERS];
         struct pc_runtime *rt;
         struct pc_config cfg;
@@ -111,6 +117,10 @@ static double peer_run(const struct bench_opts *o, enum pc_mode mode, unsigned *
         int rc;
 
         (void)mode;
+        if (p->fn == NULL) {
+                bench_progress("spawn/local: %s", p->why);
+                return -ENOTSUP;
+        }
         bench_config(&cfg, o, PC_MODE_TPC);
         rc = pc_runtime_create(&cfg, &rt);
         if (rc)
@@ -120,39 +130,29 @@ static double peer_run(const struct bench_opts *o, enum pc_mode mode, unsigned *
         for (unsigned w = 0; w < *workers; w++)
                 cpus[w] = pc_runtime_worker_cpu(rt, w);
         pc_runtime_destroy(rt);
-        return fn(*workers, pin ? cpus : NULL, o->duration);
-}
-
-static int measure_peer(const struct bench_opts *o, const char *name, peer_fn fn)
-{
-        if (fn == NULL) {
-                bench_progress("spawn/local %s skipped: built without it", name);
-                return 0;
-        }
-        return bench_measure(o, "spawn", "local", name, PC_MODE_TPC,
-                             "tasks_per_sec_per_worker", "tasks/s", false, peer_run, &fn);
+        return p->fn(*workers, pin ? cpus : NULL, o->duration);
 }
 
 int suite_spawn(const struct bench_opts *o)
 {
-        peer_fn openmp = NULL, tbb = NULL;
-        int rc;
+        static struct peer openmp = {NULL, "peer:openmp not built (no libgomp, or a "
+                                           "ThreadSanitizer build)"};
+        static struct peer tbb = {NULL, "peer:tbb not built (no libtbb-dev or C++ "
+                                        "compiler, or a ThreadSanitizer build)"};
+        struct bench_side sides[BENCH_MAX_SIDES];
+        unsigned n = 0;
 
 #ifdef PC_BENCH_OPENMP
-        openmp = peer_openmp_spawn;
+        openmp.fn = peer_openmp_spawn;
 #endif
 #ifdef PC_BENCH_TBB
-        tbb = peer_tbb_spawn;
+        tbb.fn = peer_tbb_spawn;
 #endif
-        for (unsigned m = 0; m < o->nmodes; m++) {
-                rc = bench_measure(o, "spawn", "local", pc_mode_name(o->modes[m]),
-                                   o->modes[m], "tasks_per_sec_per_worker", "tasks/s",
-                                   false, spawn_run, NULL);
-                if (rc)
-                        return rc;
-        }
-        rc = measure_peer(o, "peer:openmp", openmp);
-        if (rc == 0)
-                rc = measure_peer(o, "peer:tbb", tbb);
-        return rc;
+        for (unsigned m = 0; m < o->nmodes; m++)
+                sides[n++] = (struct bench_side){pc_mode_name(o->modes[m]), o->modes[m],
+                                                 spawn_run, NULL};
+        sides[n++] = (struct bench_side){"peer:openmp", PC_MODE_TPC, peer_run, &openmp};
+        sides[n++] = (struct bench_side){"peer:tbb", PC_MODE_TPC, peer_run, &tbb};
+        return bench_compare(o, "spawn", "local", "tasks_per_sec_per_worker", "tasks/s",
+                             false, sides, n);
 }

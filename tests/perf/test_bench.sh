@@ -1,96 +1,196 @@
 #!/usr/bin/env bash
-# percore-bench end to end: a one-run spawn suite writes JSON with every
-# record key and both modes beside the peers that were built, and an SVG
-# plot; bad flags exit 2; --plot without gnuplot exits 1 before running.
-# Args: BENCH HAVE_GNUPLOT HAVE_OPENMP HAVE_TBB (1 or 0).
+# percore-bench end to end, one suite at a time: a two-round run writes
+# JSON with every record key, the suite's percore records and its peer
+# records (or the peer is reported skipped on stderr), and a "ratios" array
+# whose entries pair a percore side with a peer of the same row; the table
+# fits in 100 columns; the SVG plot is complete. Nothing depends on how
+# fast anything ran.
+# SUITE "cli" checks the flags instead: bad ones exit 2; --plot without
+# gnuplot on PATH exits 1 before running anything.
+# Args: SUITE BENCH HAVE_GNUPLOT (1 or 0). Exits 77 (skipped) when the
+# run made no record and said it skipped (a server binary not built).
 set -uo pipefail
-bench=$1 have_gnuplot=$2 have_openmp=$3 have_tbb=$4
+suite=$1 bench=$2 have_gnuplot=$3
 fail=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 unset PERCORE_MODE
 export PERCORE_LOG=warn
 
-args=(--quick --suite spawn --runs 1 --duration 0.05 --json "$tmp/b.json")
+if [ "$suite" = cli ]; then
+	# Without gnuplot on PATH, --plot fails at once with a clear message.
+	out=$(env PATH=/nonexistent "$bench" --suite spawn --plot "$tmp/x.svg" 2>&1)
+	rc=$?
+	if [ $rc -ne 1 ] || ! grep -q 'gnuplot' <<<"$out" || grep -q 'warm-up' <<<"$out"; then
+		echo "FAIL: --plot without gnuplot: exit $rc, expected 1 before any run"; echo "$out"
+		fail=1
+	else
+		echo "ok: --plot without gnuplot exits 1"
+	fi
+	for bad in "--duration 0" "--suite nope" "--runs 0" "--workers x" "--duration x" \
+		"--runs 65" "--bogus" "extra"; do
+		# shellcheck disable=SC2086
+		out=$("$bench" $bad 2>&1)
+		rc=$?
+		if [ $rc -ne 2 ] || [ -z "$out" ]; then
+			echo "FAIL: '$bad' exit $rc, expected 2 with a message"; fail=1
+		else
+			echo "ok: '$bad' exits 2"
+		fi
+	done
+	exit $fail
+fi
+
+runs=2
+args=(--quick --suite "$suite" --runs "$runs" --duration 0.05 --json "$tmp/b.json")
 [ "$have_gnuplot" = 1 ] && args+=(--plot "$tmp/b.svg")
 "$bench" "${args[@]}" >"$tmp/out" 2>"$tmp/err"
 rc=$?
 if [ $rc -ne 0 ]; then
 	echo "FAIL: percore-bench ${args[*]} exited $rc"; cat "$tmp/out" "$tmp/err"; exit 1
 fi
+# No record at all, and the bench said why: the suite is skipped here.
+if [ ! -s "$tmp/b.json" ] && grep -qE "^percore-bench: ${suite}[ /:].*skipped" "$tmp/err"; then
+	grep "skipped" "$tmp/err"
+	exit 77
+fi
 
-want="tpc elastic"
-[ "$have_openmp" = 1 ] && want+=" peer:openmp"
-[ "$have_tbb" = 1 ] && want+=" peer:tbb"
-python3 - "$tmp/b.json" "$want" <<'PY' || fail=1
-import json, sys
-doc = json.load(open(sys.argv[1]))
-want = set(sys.argv[2].split())
-keys = {"suite", "case", "mode", "workers", "metric", "value", "unit", "min", "max", "runs"}
+# The peers the bench said it skipped, from "SUITE/CASE peer:NAME: skipped"
+# (or a suite's own "peer:NAME skipped: why").
+skipped=$(grep -oE 'peer:[A-Za-z0-9_.-]+:? skipped' "$tmp/err" | sed 's/:\? skipped$//' |
+	sort -u | tr '\n' ' ')
+[ -n "$skipped" ] && echo "note: skipped on stderr: $skipped"
+
+python3 - "$tmp/b.json" "$suite" "$runs" "$skipped" <<'PY' || fail=1
+import json, math, sys
+
+def no_nan(name):
+    raise ValueError(f"JSON holds {name}, which is not JSON")
+
+path, suite, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+skipped = set(sys.argv[4].split())
 bad = []
-for k in ("config", "machine", "records"):
+try:
+    doc = json.load(open(path), parse_constant=no_nan)
+except ValueError as e:
+    print(f"FAIL json: {e}")
+    sys.exit(1)
+
+def num(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+for k in ("config", "machine", "records", "ratios"):
     if k not in doc:
         bad.append(f"top-level key {k} missing")
 m = doc.get("machine", {})
 if not (m.get("cpus", 0) >= 1 and m.get("nodes", 0) >= 1 and m.get("cpu_model")):
     bad.append(f"machine incomplete: {m}")
-modes = set()
+
+keys = {"suite", "case", "mode", "workers", "metric", "value", "unit", "min", "max", "runs"}
+rows = {}  # (case, metric, workers) -> {mode: record}
+full = set()  # modes with a record of every round
 for r in doc.get("records", []):
     if set(r) != keys:
         bad.append(f"record keys {sorted(r)}")
         continue
-    modes.add(r["mode"])
-    if (r["suite"], r["case"], r["metric"]) != ("spawn", "local", "tasks_per_sec_per_worker"):
-        bad.append(f"unexpected record {r}")
-    if not (r["workers"] >= 1 and r["runs"] == 1 and r["unit"] == "tasks/s"):
-        bad.append(f"workers/runs/unit wrong: {r}")
-    if not (0 < r["min"] <= r["value"] <= r["max"]):
-        bad.append(f"value not within min-max or not positive: {r}")
-if modes != want:
-    bad.append(f"modes {sorted(modes)}, expected {sorted(want)}")
+    if r["suite"] != suite:
+        bad.append(f"record of another suite: {r}")
+    if not (isinstance(r["workers"], int) and r["workers"] >= 1 and r["unit"]):
+        bad.append(f"workers/unit wrong: {r}")
+    if not (isinstance(r["runs"], int) and 1 <= r["runs"] <= runs):
+        bad.append(f"runs not within 1-{runs}: {r}")
+    elif not all(num(r[k]) for k in ("value", "min", "max")):
+        bad.append(f"value/min/max not finite numbers: {r}")
+    elif not (0 <= r["min"] <= r["value"] <= r["max"]):
+        bad.append(f"value not within min-max, or negative: {r}")
+    if r["runs"] == runs:
+        full.add(r["mode"])
+    rows.setdefault((r["case"], r["metric"], r["workers"]), {})[r["mode"]] = r
+
+modes = {mode for row in rows.values() for mode in row}
+ours = {x for x in modes if not x.startswith("peer:")}
+peers = modes - ours
+if not ours:
+    bad.append("no percore records")
+if not peers and not skipped:
+    bad.append("no peer records, and no peer reported skipped")
+if peers & skipped:
+    bad.append(f"peers both skipped and measured: {sorted(peers & skipped)}")
+if modes - full:
+    bad.append(f"modes without a record of all {runs} rounds: {sorted(modes - full)}")
+
+rkeys = {"suite", "case", "workers", "metric", "side", "peer", "value", "min", "max", "rounds"}
+paired = set()
+ratios = doc.get("ratios")
+if not isinstance(ratios, list):
+    bad.append("ratios is not an array")
+    ratios = []
+for x in ratios:
+    if set(x) != rkeys:
+        bad.append(f"ratio keys {sorted(x)}")
+        continue
+    row = rows.get((x["case"], x["metric"], x["workers"]), {})
+    if x["suite"] != suite or x["side"].startswith("peer:") or x["side"] not in row:
+        bad.append(f"ratio side is no percore record of its row: {x}")
+    if not x["peer"].startswith("peer:") or x["peer"] not in row:
+        bad.append(f"ratio peer is no peer record of its row: {x}")
+    if not (num(x["value"]) and x["value"] > 0):
+        bad.append(f"ratio not a positive number: {x}")
+    elif x["rounds"] == 0:
+        if x["min"] is not None or x["max"] is not None:
+            bad.append(f"ratio of medians with a range: {x}")
+    elif not (isinstance(x["rounds"], int) and 1 <= x["rounds"] <= runs):
+        bad.append(f"ratio rounds not within 0-{runs}: {x}")
+    elif not (num(x["min"]) and num(x["max"]) and 0 < x["min"] <= x["value"] <= x["max"]):
+        bad.append(f"ratio not within its min-max: {x}")
+    paired.add((x["case"], x["metric"], x["workers"], x["side"], x["peer"]))
+# Every percore side beside every peer of its row has its ratio.
+for (case, metric, workers), row in rows.items():
+    for s, rs in row.items():
+        for p, rp in row.items():
+            if s.startswith("peer:") or not p.startswith("peer:"):
+                continue
+            if rs["value"] > 0 and rp["value"] > 0 and \
+                    (case, metric, workers, s, p) not in paired:
+                bad.append(f"no ratio for {case} {metric} w{workers}: {s} vs {p}")
+
 for b in bad:
     print("FAIL json:", b)
 if not bad:
-    print(f"ok json: {len(doc['records'])} records, modes {sorted(modes)}")
+    print(f"ok json: {len(doc['records'])} records, {len(ratios)} ratios; "
+          f"percore {sorted(ours)}, peers {sorted(peers)}")
 sys.exit(1 if bad else 0)
 PY
 
+# The table: at most 100 columns, a heading per case, the legend.
+long=$(awk 'length > 100' "$tmp/out")
+if [ -n "$long" ]; then
+	echo "FAIL table: lines over 100 columns:"; echo "$long"; fail=1
+elif ! grep -q "^$suite/" "$tmp/out" || ! grep -q '^metrics:' "$tmp/out"; then
+	echo "FAIL table: no '$suite/' heading or no legend:"; cat "$tmp/out"; fail=1
+else
+	widest=$(awk '{ if (length > n) n = length } END { print n }' "$tmp/out")
+	echo "ok table: $(wc -l <"$tmp/out") lines, the longest $widest columns"
+fi
+
 if [ "$have_gnuplot" = 1 ]; then
+	modes=$(python3 -c 'import json, sys
+recs = json.load(open(sys.argv[1]))["records"]
+print(" ".join(sorted({r["mode"] for r in recs})))' "$tmp/b.json")
 	ok=1
 	[ -s "$tmp/b.svg" ] && head -c 2048 "$tmp/b.svg" | grep -q '<svg' &&
 		grep -q '</svg>' "$tmp/b.svg" || ok=0
-	for m in $want; do
-		grep -q ">$m<" "$tmp/b.svg" || ok=0
+	for m in $modes; do
+		grep -q ">$m" "$tmp/b.svg" || ok=0
 	done
 	if [ $ok = 1 ]; then
-		echo "ok plot: $(wc -c <"$tmp/b.svg") bytes of SVG, a bar for each of $want"
+		echo "ok plot: $(wc -c <"$tmp/b.svg") bytes of SVG, a bar for each of $modes"
 	else
-		echo "FAIL plot: $tmp/b.svg is not a complete SVG with a bar for each of $want"
+		echo "FAIL plot: $tmp/b.svg is not a complete SVG with a bar for each of $modes"
 		fail=1
 	fi
 else
 	echo "note: gnuplot not found at configure time, plot not checked"
 fi
-
-# Without gnuplot on PATH, --plot fails at once with a clear message.
-out=$(env PATH=/nonexistent "$bench" --suite spawn --plot "$tmp/x.svg" 2>&1)
-rc=$?
-if [ $rc -ne 1 ] || ! grep -q 'gnuplot' <<<"$out" || grep -q 'warm-up' <<<"$out"; then
-	echo "FAIL: --plot without gnuplot: exit $rc, expected 1 before any run"; echo "$out"
-	fail=1
-else
-	echo "ok: --plot without gnuplot exits 1"
-fi
-
-for bad in "--duration 0" "--suite nope" "--runs 0" "--workers x" "--duration x" \
-	"--runs 65" "--bogus" "extra"; do
-	# shellcheck disable=SC2086
-	out=$("$bench" $bad 2>&1)
-	rc=$?
-	if [ $rc -ne 2 ] || [ -z "$out" ]; then
-		echo "FAIL: '$bad' exit $rc, expected 2 with a message"; fail=1
-	else
-		echo "ok: '$bad' exits 2"
-	fi
-done
+[ $fail = 0 ] || { echo "--- stdout"; cat "$tmp/out"; echo "--- stderr"; cat "$tmp/err"; }
 exit $fail
