@@ -1,9 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * memcached ASCII protocol parser. Error choices follow memcached 1.6's
- * proto_text.c: a command with the wrong number of tokens is "ERROR", a bad
- * number or key is "CLIENT_ERROR bad command line format", incr/decr and
- * touch/gat have their own messages for a bad argument.
+ * memcached ASCII protocol parser, checked byte for byte against memcached
+ * 1.6.18 (tests/apps/test_pc_kv_diff.sh). A command with the wrong number
+ * of tokens is "ERROR", a bad number or key is "CLIENT_ERROR bad command
+ * line format", incr/decr and touch/gat/flush_all have their own messages
+ * for a bad argument. The checks run in memcached's order, and where
+ * memcached has already seen "noreply" when it refuses a request, the
+ * refusal is silent.
+ *
+ * memcached reads the line as a C string and splits it on ' ' alone, so a
+ * NUL ends the line early and a key is any other bytes up to KV_KEY_MAX
+ * long: tabs, control bytes, '\r' and bytes over 0x7f included.
  */
 #include "proto_ascii.h"
 
@@ -72,50 +79,89 @@ static unsigned tokenize(const char *line, size_t len, struct tok *t, unsigned m
         return n;
 }
 
-static bool key_ok(const char *k, size_t n)
+/* A token is never empty, so length is the whole rule (see the top). */
+static bool key_ok(size_t n)
 {
-        if (n == 0 || n > KV_KEY_MAX)
+        return n > 0 && n <= KV_KEY_MAX;
+}
+
+/* isspace() in the C locale. */
+static bool is_space(char c)
+{
+        return c == ' ' || (c >= '\t' && c <= '\r');
+}
+
+/*
+ * What strtoull() and strtol() read of a token, the way memcached's
+ * safe_strto*() wrappers judge it: white space, an optional sign, at least
+ * one digit, then the token's end or a white-space byte (whatever follows
+ * that is ignored: "5\tx" is 5). False when there are no digits, anything
+ * else follows them, or the magnitude needs more than 64 bits.
+ */
+static bool scan_num(const struct tok *t, bool *neg, uint64_t *mag)
+{
+        size_t i = 0, first;
+        uint64_t v = 0;
+        bool fits = true;
+
+        while (i < t->n && is_space(t->s[i]))
+                i++;
+        *neg = i < t->n && t->s[i] == '-';
+        if (i < t->n && (t->s[i] == '-' || t->s[i] == '+'))
+                i++;
+        for (first = i; i < t->n && t->s[i] >= '0' && t->s[i] <= '9'; i++) {
+                unsigned d = (unsigned)(t->s[i] - '0');
+
+                if (v > (UINT64_MAX - d) / 10)
+                        fits = false;
+                v = v * 10 + d;
+        }
+        if (i == first || !fits || (i < t->n && !is_space(t->s[i])))
                 return false;
-        for (size_t i = 0; i < n; i++)
-                if ((unsigned char)k[i] <= 0x20 || (unsigned char)k[i] == 0x7f)
-                        return false;
+        *mag = v;
         return true;
 }
 
-/* Digits only, no sign, no spaces, fits in @max. */
-static bool parse_u64(const struct tok *t, uint64_t max, uint64_t *out)
+/* safe_strtoull(): strtoull() refusing a '-' that leaves the value negative
+ * as an int64, so "-0" is 0 and "-18446744073709551615" (wrapped) is 1. */
+static bool parse_u64(const struct tok *t, uint64_t *out)
 {
-        uint64_t v = 0;
+        uint64_t mag, v;
+        bool neg;
 
-        if (t->n == 0 || t->n > 20)
+        if (!scan_num(t, &neg, &mag))
                 return false;
-        for (size_t i = 0; i < t->n; i++) {
-                unsigned d = (unsigned char)t->s[i] - '0';
-
-                if (d > 9 || v > (UINT64_MAX - d) / 10)
-                        return false;
-                v = v * 10 + d;
-        }
-        if (v > max)
+        v = neg ? 0 - mag : mag;
+        if (neg && v > INT64_MAX)
                 return false;
         *out = v;
         return true;
 }
 
-/* An optional '-', then digits; in the int32 range as memcached's safe_strtol. */
+/* safe_strtoul() with a 64-bit long, stored in 32 bits: the same as
+ * parse_u64, then truncated ("4294967296" is 0). */
+static bool parse_u32(const struct tok *t, uint32_t *out)
+{
+        uint64_t v;
+
+        if (!parse_u64(t, &v))
+                return false;
+        *out = (uint32_t)v;
+        return true;
+}
+
+/* safe_strtol(): strtol() in a 64-bit long, stored in an int32_t, so only
+ * the low 32 bits count ("2147483648" is INT32_MIN, "4294967297" is 1). */
 static bool parse_i32(const struct tok *t, int64_t *out)
 {
-        struct tok u = *t;
-        uint64_t v;
-        bool neg = u.n > 0 && u.s[0] == '-';
+        uint64_t mag;
+        uint32_t lo;
+        bool neg;
 
-        if (neg) {
-                u.s++;
-                u.n--;
-        }
-        if (!parse_u64(&u, neg ? (uint64_t)INT32_MAX + 1 : INT32_MAX, &v))
+        if (!scan_num(t, &neg, &mag) || mag > (neg ? (uint64_t)INT64_MAX + 1 : INT64_MAX))
                 return false;
-        *out = neg ? -(int64_t)v : (int64_t)v;
+        lo = (uint32_t)(neg ? 0 - mag : mag);
+        *out = lo > INT32_MAX ? (int64_t)lo - ((int64_t)1 << 32) : (int64_t)lo;
         return true;
 }
 
@@ -130,8 +176,19 @@ static enum kv_parse_rc fail(const char **err, const char *msg)
         return KV_PARSE_ERROR;
 }
 
-/* get, gets: "get <key>*"; gat, gats: "gat <exptime> <key>*". The keys
- * are checked here so the caller can iterate them without a second look. */
+/* An error found once memcached has read noreply: silent if it was set. */
+static enum kv_parse_rc refuse(const struct kv_req *req, const char **err,
+                               const char *msg)
+{
+        if (req->noreply)
+                return KV_PARSE_SKIP;
+        return fail(err, msg);
+}
+
+/* get, gets: "get <key>+"; gat, gats: "gat <exptime> <key>*" (no key is
+ * an empty reply, "END"). The keys are checked here so the caller can
+ * iterate them without a second look; memcached answers a key over
+ * KV_KEY_MAX with the error alone, whatever came before it. */
 static enum kv_parse_rc parse_get(const char *line, size_t len, const struct tok *cmd,
                                   struct kv_req *req, const char **err)
 {
@@ -157,7 +214,7 @@ static enum kv_parse_rc parse_get(const char *line, size_t len, const struct tok
         req->keys_len = (size_t)(end - p);
         req->nkeys = 0;
         while (kv_req_next_key(req, &pos, &k, &kn)) {
-                if (!key_ok(k, kn))
+                if (!key_ok(kn))
                         return fail(err, KV_ERR_FORMAT);
                 if (req->nkeys == 0) {
                         req->key = k;
@@ -165,7 +222,7 @@ static enum kv_parse_rc parse_get(const char *line, size_t len, const struct tok
                 }
                 req->nkeys++;
         }
-        if (req->nkeys == 0)
+        if (req->nkeys == 0 && req->cmd != KV_GAT && req->cmd != KV_GATS)
                 return fail(err, KV_ERR_UNKNOWN);
         return KV_PARSE_OK;
 }
@@ -222,26 +279,32 @@ static bool lookup(const struct tok *t, enum kv_cmd *cmd)
 }
 
 /* "<cmd> <key> <flags> <exptime> <bytes> [<cas>] [noreply]": the line's
- * part. Returns OK with req->dlen set, or an error. */
+ * part. Returns OK with req->dlen set, or an error; a refused line leaves
+ * its data block to be read as commands, as memcached does. */
 static enum kv_parse_rc parse_store_line(const struct tok *t, unsigned n, struct kv_req *req,
                                          const char **err)
 {
         unsigned want = req->cmd == KV_CAS ? 6 : 5;
-        uint64_t v;
         int64_t bytes;
 
         if (n != want && n != want + 1)
                 return fail(err, KV_ERR_UNKNOWN);
-        req->noreply = n == want + 1 && last_is_noreply(t, n);
-        if (!parse_u64(&t[2], UINT32_MAX, &v) || !parse_i32(&t[3], &req->exptime) ||
-            !parse_i32(&t[4], &bytes) || bytes < 0)
-                return fail(err, KV_ERR_FORMAT);
-        req->flags = (uint32_t)v;
-        req->dlen = (size_t)bytes;
-        if (req->cmd == KV_CAS && !parse_u64(&t[5], UINT64_MAX, &req->cas))
-                return fail(err, KV_ERR_FORMAT);
+        /* Whatever the token count, a last "noreply" counts: "set k 0 0
+         * noreply" is a silent refusal. */
+        req->noreply = last_is_noreply(t, n);
         req->key = t[1].s;
         req->keylen = t[1].n;
+        if (!key_ok(t[1].n))
+                return refuse(req, err, KV_ERR_FORMAT);
+        if (!parse_u32(&t[2], &req->flags) || !parse_i32(&t[3], &req->exptime) ||
+            !parse_i32(&t[4], &bytes))
+                return refuse(req, err, KV_ERR_FORMAT);
+        if (req->cmd == KV_CAS && !parse_u64(&t[5], &req->cas))
+                return refuse(req, err, KV_ERR_FORMAT);
+        /* memcached adds 2 for the "\r\n" to an int. */
+        if (bytes < 0 || bytes > INT32_MAX - 2)
+                return refuse(req, err, KV_ERR_FORMAT);
+        req->dlen = (size_t)bytes;
         return KV_PARSE_OK;
 }
 
@@ -250,7 +313,6 @@ static enum kv_parse_rc parse_line(const char *line, size_t len, struct kv_req *
 {
         struct tok t[MAX_TOKENS];
         unsigned n;
-        uint64_t v;
 
         n = tokenize(line, len, t, MAX_TOKENS);
         if (n == 0 || !lookup(&t[0], &req->cmd))
@@ -267,7 +329,18 @@ static enum kv_parse_rc parse_line(const char *line, size_t len, struct kv_req *
         case KV_APPEND:
         case KV_PREPEND:
         case KV_CAS:
-                return parse_store_line(t, n, req, err); /* caller checks the key */
+                return parse_store_line(t, n, req, err);
+        case KV_VERSION:
+        case KV_QUIT:
+                /* memcached 1.6 ignores whatever follows these two. */
+                return KV_PARSE_OK;
+        case KV_STATS:
+                /* The subcommand, if any, is left to the caller in key. */
+                req->key = n > 1 ? t[1].s : NULL;
+                req->keylen = n > 1 ? t[1].n : 0;
+                if (n > 3)
+                        return fail(err, KV_ERR_UNKNOWN);
+                return KV_PARSE_OK;
         default:
                 break;
         }
@@ -277,62 +350,57 @@ static enum kv_parse_rc parse_line(const char *line, size_t len, struct kv_req *
         switch (req->cmd) {
         case KV_DELETE:
                 /* "delete <key> [0] [noreply]": memcached still accepts the
-                 * legacy zero hold time and nothing else. */
-                if (n < 2)
+                 * legacy zero hold time and nothing else. It looks for
+                 * noreply only after the key, so "delete noreply" deletes. */
+                if (n < 2 || n > 4)
                         return fail(err, KV_ERR_UNKNOWN);
-                if (n - req->noreply > 3 || (n - req->noreply == 3 && !tok_is(&t[2], "0")))
-                        return fail(err, KV_ERR_DELETE);
+                if (n == 2) {
+                        req->noreply = false;
+                } else {
+                        bool zero = tok_is(&t[2], "0");
+
+                        if (!(n == 3 ? zero || req->noreply : zero && req->noreply))
+                                return refuse(req, err, KV_ERR_DELETE);
+                }
                 break;
         case KV_INCR:
         case KV_DECR:
-                if (n != 3 && !(n == 4 && req->noreply))
+                /* A fourth token that is not noreply is ignored. A bad key
+                 * is the error even when the number is bad too (below). */
+                if (n != 3 && n != 4)
                         return fail(err, KV_ERR_UNKNOWN);
-                if (!parse_u64(&t[2], UINT64_MAX, &req->delta))
-                        return fail(err, KV_ERR_DELTA);
+                if (key_ok(t[1].n) && !parse_u64(&t[2], &req->delta))
+                        return refuse(req, err, KV_ERR_DELTA);
                 break;
         case KV_TOUCH:
-                if (n != 3 && !(n == 4 && req->noreply))
+                if (n != 3 && n != 4)
                         return fail(err, KV_ERR_UNKNOWN);
-                if (!parse_i32(&t[2], &req->exptime))
-                        return fail(err, KV_ERR_EXPTIME);
+                if (key_ok(t[1].n) && !parse_i32(&t[2], &req->exptime))
+                        return refuse(req, err, KV_ERR_EXPTIME);
                 break;
         case KV_FLUSH_ALL:
-                if (n - req->noreply > 2)
-                        return fail(err, KV_ERR_UNKNOWN);
-                req->delay = 0;
-                if (n - req->noreply == 2 && !parse_i32(&t[1], &req->delay))
-                        return fail(err, KV_ERR_FORMAT);
-                return KV_PARSE_OK;
-        case KV_VERBOSITY:
-                /* "verbosity noreply" is memcached's way to say nothing at all:
-                 * its bad level is an error that noreply silences. */
-                if (n == 2 && req->noreply)
-                        return KV_PARSE_OK;
-                if (n - req->noreply != 2)
-                        return fail(err, KV_ERR_UNKNOWN);
-                if (!parse_u64(&t[1], UINT32_MAX, &v))
-                        return fail(err, KV_ERR_FORMAT);
-                req->level = (uint32_t)v;
-                return KV_PARSE_OK;
-        case KV_VERSION:
-        case KV_QUIT:
-                /* memcached 1.6 ignores whatever follows these two. */
-                req->noreply = false;
-                return KV_PARSE_OK;
-        case KV_STATS:
-                /* The subcommand, if any, is left to the caller in key. */
-                req->noreply = false;
-                req->key = n > 1 ? t[1].s : NULL;
-                req->keylen = n > 1 ? t[1].n : 0;
+                /* The delay is read whenever there is a token besides
+                 * noreply: "flush_all 0 x" flushes now. */
                 if (n > 3)
                         return fail(err, KV_ERR_UNKNOWN);
+                req->delay = 0;
+                if (n != (req->noreply ? 2u : 1u) && !parse_i32(&t[1], &req->delay))
+                        return refuse(req, err, KV_ERR_EXPTIME);
+                return KV_PARSE_OK;
+        case KV_VERBOSITY:
+                /* "verbosity noreply" is memcached's way to say nothing at
+                 * all: its level does not parse, and noreply silences that. */
+                if (n != 2 && n != 3)
+                        return fail(err, KV_ERR_UNKNOWN);
+                if (!parse_u32(&t[1], &req->level))
+                        return refuse(req, err, KV_ERR_FORMAT);
                 return KV_PARSE_OK;
         default:
                 return fail(err, KV_ERR_UNKNOWN);
         }
-        /* delete, incr, decr, touch: one key. */
-        if (!key_ok(t[1].s, t[1].n))
-                return fail(err, KV_ERR_FORMAT);
+        /* delete, incr, decr, touch: one key, checked before the number. */
+        if (!key_ok(t[1].n))
+                return refuse(req, err, KV_ERR_FORMAT);
         req->key = t[1].s;
         req->keylen = t[1].n;
         return KV_PARSE_OK;
@@ -346,7 +414,7 @@ static bool is_store(enum kv_cmd c)
 enum kv_parse_rc kv_parse(struct kv_parser *p, const char *buf, size_t len, struct kv_req *req,
                           size_t *consumed, const char **err)
 {
-        const char *nl;
+        const char *nl, *nul;
         size_t line_len, scan, total;
         enum kv_parse_rc rc;
 
@@ -376,6 +444,11 @@ enum kv_parse_rc kv_parse(struct kv_parser *p, const char *buf, size_t len, stru
                 *err = KV_ERR_LINE_TOO_LONG;
                 return KV_PARSE_CLOSE;
         }
+        /* memcached parses the line as a C string: it ends at a NUL (after
+         * the '\r' is gone, so "a\r\0\r\n" is the key "a\r"). */
+        nul = memchr(buf, '\0', line_len);
+        if (nul != NULL)
+                line_len = (size_t)(nul - buf);
         memset(req, 0, sizeof(*req));
         rc = parse_line(buf, line_len, req, err);
         if (rc != KV_PARSE_OK || !is_store(req->cmd)) {
@@ -383,12 +456,10 @@ enum kv_parse_rc kv_parse(struct kv_parser *p, const char *buf, size_t len, stru
                 return rc;
         }
         /* A storage command: its data block follows the line. */
-        if (req->dlen > p->item_max || !key_ok(req->key, req->keylen)) {
+        if (req->dlen > p->item_max) {
                 /* Skip the value so it is not read as commands. */
                 p->swallow = req->dlen + 2;
                 *consumed = total;
-                if (!key_ok(req->key, req->keylen))
-                        return fail(err, KV_ERR_FORMAT);
                 req->too_large = true;
                 return KV_PARSE_OK;
         }
@@ -396,7 +467,7 @@ enum kv_parse_rc kv_parse(struct kv_parser *p, const char *buf, size_t len, stru
                 return KV_PARSE_NEED;
         *consumed = total + req->dlen + 2;
         if (buf[total + req->dlen] != '\r' || buf[total + req->dlen + 1] != '\n')
-                return fail(err, KV_ERR_CHUNK);
+                return refuse(req, err, KV_ERR_CHUNK);
         req->data = buf + total;
         return KV_PARSE_OK;
 }

@@ -7,6 +7,10 @@
  * into those bytes), asks for more, or names the error reply memcached
  * would send. Lines end in "\r\n" or a bare "\n", as memcached accepts.
  *
+ * Keys are what memcached 1.6 takes: any bytes but ' ' (which separates
+ * tokens; a NUL ends the line, a '\n' the request), 1..KV_KEY_MAX of them.
+ * Numbers are read as memcached's strtol()/strtoul() calls read them.
+ *
  * The request's pointers are valid as long as the caller's buffer is; a
  * caller that keeps a request past its buffer copies what it needs.
  */
@@ -17,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/** Longest key memcached accepts. */
+/** Longest key memcached accepts (ASCII and binary). */
 #define KV_KEY_MAX 250
 /** Longest command line (a multi-get's keys included), "\r\n" excluded.
  *  Longer lines get KV_ERR_LINE_TOO_LONG and the connection closes. */
@@ -75,9 +79,9 @@ struct kv_req {
         size_t keylen;
         const char *keys; /**< get family: the keys, space separated */
         size_t keys_len;
-        unsigned nkeys;   /**< get family: how many */
-        uint32_t flags;   /**< storage commands */
-        int64_t exptime;  /**< storage commands, gat, touch: as sent */
+        unsigned nkeys;   /**< get family: how many (gat, gats: may be 0) */
+        uint32_t flags;   /**< storage commands (memcached keeps the low 32 bits) */
+        int64_t exptime;  /**< storage commands, gat, touch: the low 32 bits sent, signed */
         uint64_t cas;     /**< cas: the unique value */
         uint64_t delta;   /**< incr, decr */
         int64_t delay;    /**< flush_all: seconds, 0 = now */
@@ -113,7 +117,8 @@ struct kv_parser {
 enum kv_parse_rc {
         KV_PARSE_OK,    /**< *req holds a request */
         KV_PARSE_NEED,  /**< nothing complete yet; call again with more bytes */
-        KV_PARSE_SKIP,  /**< skipped bytes of a refused value; nothing to say */
+        KV_PARSE_SKIP,  /**< nothing to say: bytes of a refused value skipped,
+                             or a noreply request refused in silence */
         KV_PARSE_ERROR, /**< send *err, go on parsing */
         KV_PARSE_CLOSE, /**< send *err, then close the connection */
 };
