@@ -119,6 +119,8 @@ struct pc_worker {
         unsigned tick;
         uint64_t rng;
         uint64_t idle_since; /* 0 while busy */
+        uint64_t spin_ns;    /* adaptive idle: this worker's spin before parking */
+        bool parked;         /* parked since it last found work */
         uint64_t last_ns;
         unsigned idle_clock; /* idle iterations since the clock was last read */
         bool last_busy;

@@ -417,6 +417,27 @@ static inline void publish(struct pc_worker *w)
 /* How often an idle iteration reads the clock (see pc__worker_loop). */
 #define PC_IDLE_CLOCK_EVERY 16
 
+/*
+ * Adaptive idle spins before parking, but not always the configured
+ * idle_spin_us: a spin that ends in a park found nothing and only took the
+ * CPU from whatever else could run there (on a shared machine, often the
+ * very client whose next request the worker waits for), so the next spin
+ * is half as long, down to 1/PC_SPIN_SHRINK_MAX of it; a spin that finds
+ * work doubles it back up to idle_spin_us. A worker whose work arrives
+ * within the spin keeps spinning in full; one that waits on a co-located
+ * producer soon parks almost at once.
+ */
+#define PC_SPIN_SHRINK_MAX 64
+
+static void spin_found_work(struct pc_worker *w)
+{
+        uint64_t max = (uint64_t)w->rt->cfg.idle_spin_us * 1000u;
+
+        if (!w->parked)
+                w->spin_ns = w->spin_ns * 2 < max ? w->spin_ns * 2 : max;
+        w->parked = false;
+}
+
 /* Nothing to do this iteration. Returns true when the worker must exit. */
 static bool idle(struct pc_worker *w, uint64_t now)
 {
@@ -429,6 +450,8 @@ static bool idle(struct pc_worker *w, uint64_t now)
             (rt->policy->on_idle == NULL || rt->policy->on_idle(rt->policy->ctx, w->id))) {
                 struct pc_task *t = pc__steal(w);
                 if (t) {
+                        if (w->idle_since)
+                                spin_found_work(w);
                         w->idle_since = 0;
                         w->last_busy = true;
                         w->ls.tasks_run++;
@@ -439,11 +462,16 @@ static bool idle(struct pc_worker *w, uint64_t now)
         if (w->idle_since == 0)
                 w->idle_since = now;
         if (rt->cfg.idle == PC_IDLE_POLL ||
-            (rt->cfg.idle == PC_IDLE_ADAPTIVE &&
-             now - w->idle_since < (uint64_t)rt->cfg.idle_spin_us * 1000u)) {
+            (rt->cfg.idle == PC_IDLE_ADAPTIVE && now - w->idle_since < w->spin_ns)) {
                 pc__cpu_relax();
                 return false;
         }
+        if (rt->cfg.idle == PC_IDLE_ADAPTIVE && !w->parked) {
+                uint64_t min = (uint64_t)rt->cfg.idle_spin_us * 1000u / PC_SPIN_SHRINK_MAX;
+
+                w->spin_ns = w->spin_ns / 2 > min ? w->spin_ns / 2 : min;
+        }
+        w->parked = true;
         deadline = w->tn ? w->theap[0]->deadline_ns : 0;
         park(w, deadline);
         w->idle_clock = PC_IDLE_CLOCK_EVERY; /* slept: read the clock next */
@@ -460,6 +488,8 @@ void pc__worker_loop(struct pc_worker *w)
                         m->worker_start(w, m->arg);
         w->stop_seen = false;
         w->idle_since = 0;
+        w->spin_ns = (uint64_t)rt->cfg.idle_spin_us * 1000u;
+        w->parked = false;
         w->last_ns = pc__now();
         w->last_busy = true;
         for (;;) {
@@ -496,6 +526,8 @@ void pc__worker_loop(struct pc_worker *w)
                 w->ls.iterations++;
                 publish(w);
                 if (n) {
+                        if (w->idle_since)
+                                spin_found_work(w);
                         w->idle_since = 0;
                         continue;
                 }
