@@ -2,37 +2,38 @@
 /*
  * echo: TCP echo over loopback, 64 connections each sending 64 bytes and
  * waiting for the whole echo before the next (closed loop), the shape of
- * the echo benchmarks Tokio's and Seastar's users run. Sides, alternated
- * round by round (A B C A B C ...):
+ * the echo benchmarks Tokio's and Seastar's users run. Every server is a
+ * child process pinned to the same server CPUs, so each pays the same
+ * process switches against the client and its CPU time is its own. Sides,
+ * alternated round by round (A B C A B C ...):
  *
- *   tpc, elastic  percore's kernel backend (io_uring), in this process, its
- *                 workers pinned to the server CPUs, idle policy the default
- *                 (adaptive: spin briefly, then park), as a user runs it;
- *   peer:tokio    Tokio's echo server (perf/peers/tokio-echo), a child
- *                 process, multi-thread runtime with as many workers, each
- *                 pinned to the same CPUs;
- *   peer:epoll    a lean epoll server (perf/peers/epoll_echo.c), threads
- *                 pinned to the same CPUs, one recv and one send a request.
+ *   tpc, elastic  pc-echo, the app (PERCORE_ECHO names another binary), on
+ *                 the kernel backend (io_uring), idle policy the default
+ *                 (adaptive: spin, back off, park), as a user runs it;
+ *   peer:tokio    Tokio's echo server (perf/peers/tokio-echo), the
+ *                 multi-thread runtime with as many workers, each pinned;
+ *   peer:epoll    a lean epoll server (perf/peers/epoll_echo.c) in a child
+ *                 of the bench, one pinned thread a worker, one recv and
+ *                 one send a request.
  *
  * Cases: "shared", the client thread on the server's own CPUs, and "apart",
  * the client on a CPU of its own and the server on the next ones (skipped
  * where the machine has too few CPUs); each at 1 and 2 workers (or
  * --workers). The client is the bench's io_uring generator (lgen.c), the
  * same for every side. Each run reports requests per second, the client's
- * p99 and requests per server CPU-second (the server's user + system time
- * over the timed part: its process's for a child, this process's less the
- * client thread's otherwise).
+ * p99 and requests per server CPU-second (the server process's user +
+ * system time over the timed part).
  */
 #include <errno.h>
-#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "bench.h"
+#include "child.h"
 #include "lgen.h"
-#include "pc_knet.h"
 #include "peers/epoll_echo.h"
 #include "peers/tokio_echo.h"
 
@@ -80,95 +81,93 @@ static struct lgen_opts load(const struct bench_opts *o, const struct lgen_place
                                   .server_pid = pid};
 }
 
-/* ---- percore ------------------------------------------------------------- */
+/* ---- the sides ---------------------------------------------------------- */
 
-static void echo_data(struct pc_conn *c, const void *data, size_t len, void *arg)
+/* Drive the server in child @pid on @port, stop it, and report. */
+static double drive(const struct bench_opts *o, const struct lgen_place *k, uint16_t port,
+                    pid_t pid)
 {
-        (void)arg;
-        if (len)
-                pc_conn_send(c, data, len);
-}
-
-static const struct pc_tcp_callbacks echo_cb = {.on_data = echo_data};
-
-struct pc_run {
-        struct pc_runtime *rt;
-        struct lgen_opts lo;
+        struct lgen_opts lo = load(o, k, port, pid);
         struct lgen_result res;
-        int rc;
-};
+        int rc = child_wait_port(port, pid);
 
-static void *pc_driver(void *arg)
-{
-        struct pc_run *r = arg;
-
-        r->rc = lgen_run(&r->lo, &r->res);
-        pc_runtime_stop(r->rt);
-        return NULL;
+        if (rc == 0)
+                rc = lgen_run(&lo, &res);
+        child_stop(pid);
+        return rc ? rc : report(o, &res);
 }
 
-static void noop(void *arg)
-{
-        (void)arg;
-}
-
+/* pc-echo, the app, with the case's workers on its CPUs. */
 static double percore_run(const struct bench_opts *o, enum pc_mode mode, unsigned *workers,
                           void *ctx)
 {
         const struct lgen_place *k = ctx;
-        struct pc_config cfg;
-        struct pc_tcp_listener *l;
-        struct pc_run r = {.rc = 0};
-        pthread_t t;
-        int rc;
+        char ports[16], threads[16], modev[64], cpusv[300];
+        const char *env[] = {modev, cpusv, "PERCORE_LOG=warn", NULL};
+        int port = child_free_port();
+        pid_t pid;
 
-        bench_config(&cfg, o, mode);
-        cfg.workers = k->workers;
-        cfg.cpus = k->server_cpus;
-        cfg.idle = PC_IDLE_ADAPTIVE; /* the default: the client shares CPUs */
-        rc = pc_runtime_create(&cfg, &r.rt);
-        if (rc)
-                return rc;
-        *workers = pc_runtime_workers(r.rt);
-        rc = pc_tcp_listen(r.rt, "127.0.0.1", 0, &echo_cb, NULL, &l);
-        if (rc) {
-                pc_runtime_destroy(r.rt);
-                return rc;
-        }
-        r.lo = load(o, k, pc_tcp_listener_port(l), 0);
-        if (pthread_create(&t, NULL, pc_driver, &r)) {
-                pc_runtime_destroy(r.rt);
-                return -EAGAIN;
-        }
-        rc = pc_runtime_run(r.rt, noop, NULL);
-        pthread_join(t, NULL);
-        pc_runtime_destroy(r.rt);
-        if (rc || r.rc)
-                return rc ? rc : r.rc;
-        return report(o, &r.res);
+        *workers = k->workers;
+        if (port < 0)
+                return port;
+        snprintf(ports, sizeof(ports), "%d", port);
+        snprintf(threads, sizeof(threads), "%u", k->workers);
+        snprintf(modev, sizeof(modev), "PERCORE_MODE=%s", pc_mode_name(mode));
+        snprintf(cpusv, sizeof(cpusv), "PERCORE_CPUS=%s", k->server_cpus);
+        char *argv[] = {(char *)child_app_path("pc-echo", "PERCORE_ECHO"), "-p", ports, "-t",
+                        threads, NULL};
+
+        pid = child_spawn(argv, env, NULL);
+        if (pid < 0)
+                return pid;
+        return drive(o, k, (uint16_t)port, pid);
 }
 
-/* ---- peers --------------------------------------------------------------- */
-
+/* The epoll server in a child of the bench, like the other servers. */
 static double epoll_run(const struct bench_opts *o, enum pc_mode mode, unsigned *workers,
                         void *ctx)
 {
         const struct lgen_place *k = ctx;
-        struct lgen_result res;
-        struct epoll_echo *e;
-        struct lgen_opts lo;
-        uint16_t port;
-        int rc;
+        uint16_t port = 0;
+        int fds[2];
+        pid_t pid;
 
         (void)mode;
         *workers = k->workers;
-        rc = epoll_echo_start(k->workers, k->cpus, &port, &e);
-        if (rc)
-                return rc;
-        lo = load(o, k, port, 0);
-        rc = lgen_run(&lo, &res);
-        epoll_echo_stop(e);
-        return rc ? rc : report(o, &res);
+        if (pipe(fds))
+                return -errno;
+        pid = fork();
+        if (pid < 0) {
+                close(fds[0]);
+                close(fds[1]);
+                return -errno;
+        }
+        if (pid == 0) {
+                struct epoll_echo *e;
+                sigset_t set;
+                int sig;
+
+                sigemptyset(&set);
+                sigaddset(&set, SIGTERM);
+                sigprocmask(SIG_BLOCK, &set, NULL);
+                close(fds[0]);
+                if (epoll_echo_start(k->workers, k->cpus, &port, &e))
+                        _exit(1);
+                if (write(fds[1], &port, sizeof(port)) != sizeof(port))
+                        _exit(1);
+                sigwait(&set, &sig);
+                epoll_echo_stop(e);
+                _exit(0);
+        }
+        close(fds[1]);
+        if (read(fds[0], &port, sizeof(port)) != sizeof(port))
+                port = 0;
+        close(fds[0]);
+        if (port == 0) {
+                child_stop(pid);
+                return -ECHILD;
+        }
+        return drive(o, k, port, pid);
 }
 
 static double tokio_run(const struct bench_opts *o, enum pc_mode mode, unsigned *workers,

@@ -24,21 +24,15 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <libgen.h>
-#include <limits.h>
 #include <netinet/in.h>
-#include <sched.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "bench.h"
+#include "child.h"
 #include "lgen.h"
 
 #define KV_CONNS 64
@@ -85,38 +79,7 @@ static bool kv_done(void *ctx, unsigned conn, const char *buf, size_t len)
 
 static const char *pc_kv_path(void)
 {
-        static char path[PATH_MAX + 32];
-        char self[PATH_MAX];
-        ssize_t n;
-
-        if (getenv("PERCORE_KV"))
-                return getenv("PERCORE_KV");
-        n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-        if (n <= 0)
-                return "pc-kv";
-        self[n] = '\0';
-        snprintf(path, sizeof(path), "%s/../apps/pc-kv", dirname(self));
-        return path;
-}
-
-/* Wait until something accepts on @port (the child is up), at most 5 s. */
-static int wait_port(uint16_t port, pid_t child)
-{
-        for (int i = 0; i < 500; i++) {
-                struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
-                int fd = socket(AF_INET, SOCK_STREAM, 0), rc;
-                struct timespec ts = {0, 10000000};
-
-                sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-                rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
-                close(fd);
-                if (rc == 0)
-                        return 0;
-                if (waitpid(child, NULL, WNOHANG) == child)
-                        return -ECHILD;
-                nanosleep(&ts, NULL);
-        }
-        return -ETIMEDOUT;
+        return child_app_path("pc-kv", "PERCORE_KV");
 }
 
 /* Store every key once, before the timed part: one connection, pipelined
@@ -174,35 +137,23 @@ struct kv_side {
 /* Start the server of @x in a child, on the case's CPUs. */
 static pid_t kv_spawn(const struct kv_side *x, enum pc_mode mode, uint16_t port)
 {
-        char ports[16], threads[16];
-        pid_t pid;
+        char ports[16], threads[16], modev[64], cpusv[300];
+        const char *env[] = {modev, cpusv, NULL};
 
         snprintf(ports, sizeof(ports), "%u", port);
         snprintf(threads, sizeof(threads), "%u", x->k->place.workers);
-        pid = fork();
-        if (pid != 0)
-                return pid;
-        int null = open("/dev/null", O_WRONLY);
-        if (null >= 0) {
-                dup2(null, 1);
-                dup2(null, 2);
-        }
         if (x->memcached) {
-                cpu_set_t set;
+                char *argv[] = {"memcached", "-p", ports, "-U", "0", "-l", "127.0.0.1", "-t",
+                                threads, "-m", "256", "-c", "4096", "-u", "root", NULL};
 
-                CPU_ZERO(&set);
-                for (unsigned i = 0; i < x->k->place.workers; i++)
-                        CPU_SET(x->k->place.cpus[i], &set);
-                sched_setaffinity(0, sizeof(set), &set);
-                execlp("memcached", "memcached", "-p", ports, "-U", "0", "-l", "127.0.0.1", "-t",
-                       threads, "-m", "256", "-c", "4096", "-u", "root", (char *)NULL);
-        } else {
-                setenv("PERCORE_MODE", pc_mode_name(mode), 1);
-                setenv("PERCORE_CPUS", x->k->place.server_cpus, 1);
-                execl(pc_kv_path(), "pc-kv", "-p", ports, "-l", "127.0.0.1", "-t", threads, "-m",
-                      "256", "-c", "4096", (char *)NULL);
+                return child_spawn(argv, NULL, x->k->place.server_cpus);
         }
-        _exit(127);
+        char *argv[] = {(char *)pc_kv_path(), "-p", ports, "-l", "127.0.0.1", "-t", threads,
+                        "-m", "256", "-c", "4096", NULL};
+
+        snprintf(modev, sizeof(modev), "PERCORE_MODE=%s", pc_mode_name(mode));
+        snprintf(cpusv, sizeof(cpusv), "PERCORE_CPUS=%s", x->k->place.server_cpus);
+        return child_spawn(argv, env, NULL);
 }
 
 static double kv_run(const struct bench_opts *o, enum pc_mode mode, unsigned *workers, void *arg)
@@ -213,13 +164,13 @@ static double kv_run(const struct bench_opts *o, enum pc_mode mode, unsigned *wo
         const struct lgen_proto proto = {.request = kv_request, .reply_done = kv_done, .ctx = k};
         struct lgen_result res;
         pid_t pid;
-        int rc, status;
+        int rc;
 
         *workers = k->place.workers;
         pid = kv_spawn(x, mode, port);
         if (pid < 0)
-                return -errno;
-        rc = wait_port(port, pid);
+                return pid;
+        rc = child_wait_port(port, pid);
         if (rc == 0)
                 rc = kv_preload(port, k->value);
         if (rc == 0) {
@@ -233,8 +184,7 @@ static double kv_run(const struct bench_opts *o, enum pc_mode mode, unsigned *wo
                 memset(kv_is_get, 0, sizeof(kv_is_get));
                 rc = lgen_run(&lo, &res);
         }
-        kill(pid, SIGTERM);
-        waitpid(pid, &status, 0);
+        child_stop(pid);
         if (rc)
                 return rc;
         bench_extra("p99_us", "us", true, res.p99_us);

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Servers the bench measures as child processes, the way their users run
+ * them: percore's own apps (pc-echo, pc-kv) and the peers. Every server of
+ * a suite runs this way, so each pays the same process switches against
+ * the client and its CPU time is its process's alone.
+ */
+#ifndef PC_BENCH_CHILD_H
+#define PC_BENCH_CHILD_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+/* The path of percore app @name: $@var when set, else ../apps/@name
+ * beside the bench. Main thread only (a static buffer). */
+const char *child_app_path(const char *name, const char *var);
+
+/*
+ * Start @argv[0] (a path, or a name looked up on PATH) with @argv, the
+ * "NAME=VALUE" settings @env added to the environment (NULL-terminated, or
+ * NULL), its whole process restricted to the CPU list @cpus (NULL: as the
+ * bench), stdout and stderr to /dev/null. Returns the pid, or -errno.
+ */
+pid_t child_spawn(char *const argv[], const char *const env[], const char *cpus);
+
+/* Wait until something accepts on 127.0.0.1:@port, at most 5 s: 0,
+ * -ECHILD (the child @pid exited first) or -ETIMEDOUT. */
+int child_wait_port(uint16_t port, pid_t pid);
+
+/* SIGTERM, then reap. */
+void child_stop(pid_t pid);
+
+/* A free TCP port on 127.0.0.1 for a server that needs one named up
+ * front (the kernel's choice of the moment), or -errno. */
+int child_free_port(void);
+
+#endif
