@@ -1238,6 +1238,107 @@ static void test_run_twice(void **state)
         pc_runtime_destroy(s.rt);
 }
 
+/* ---- a run that ends mid-stream ------------------------------------------ */
+
+#define MID_TOTAL ((size_t)8 << 20)
+
+struct mid {
+        struct srv *s;
+        int fd;
+        bool writing;
+        pthread_t writer;
+        size_t echoed; /* bytes read back and checked; the client thread's */
+        _Atomic bool bad;
+};
+
+/* The whole stream, written without pause (blocking between runs, when the
+ * server reads nothing and the socket buffers fill). */
+static void *mid_write(void *arg)
+{
+        struct mid *m = arg;
+        uint8_t buf[4096];
+        size_t off = 0;
+
+        while (off < MID_TOTAL && !atomic_load(&m->bad)) {
+                size_t n = MID_TOTAL - off < sizeof(buf) ? MID_TOTAL - off : sizeof(buf);
+                ssize_t w;
+
+                for (size_t i = 0; i < n; i++)
+                        buf[i] = pattern(5, off + i);
+                w = send(m->fd, buf, n, MSG_NOSIGNAL);
+                if (w <= 0) {
+                        atomic_store(&m->bad, true);
+                        break;
+                }
+                off += (size_t)w;
+        }
+        return NULL;
+}
+
+/* Read the echo back up to @upto bytes, checking each; no cmocka asserts
+ * off the test's thread. */
+static void mid_read(struct mid *m, size_t upto)
+{
+        uint8_t buf[4096];
+
+        while (m->echoed < upto && !atomic_load(&m->bad)) {
+                ssize_t r = recv(m->fd, buf, sizeof(buf), 0);
+
+                if (r <= 0) {
+                        atomic_store(&m->bad, true);
+                        return;
+                }
+                for (ssize_t i = 0; i < r; i++)
+                        if (buf[i] != pattern(5, m->echoed + (size_t)i))
+                                atomic_store(&m->bad, true);
+                m->echoed += (size_t)r;
+        }
+}
+
+static void *mid_client(void *arg)
+{
+        struct mid *m = arg;
+
+        if (!m->writing) {
+                struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(m->s->port)};
+
+                sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+                m->fd = socket(AF_INET, SOCK_STREAM, 0);
+                if (m->fd < 0 || connect(m->fd, (struct sockaddr *)&sa, sizeof(sa)) ||
+                    pthread_create(&m->writer, NULL, mid_write, m)) {
+                        atomic_store(&m->bad, true);
+                        return NULL;
+                }
+                m->writing = true;
+                mid_read(m, MID_TOTAL / 4); /* then the run ends mid-stream */
+        } else {
+                mid_read(m, MID_TOTAL);
+        }
+        return NULL;
+}
+
+/* A stream still arriving as a run ends loses nothing and keeps its order:
+ * each worker cancels its ring's operations and holds what comes in
+ * meanwhile, and the next run, on a new ring, echoes every byte. */
+static void test_stop_midstream(void **state)
+{
+        struct pc_knet_opts o = {.flags = recv_flags(state)};
+        struct srv s;
+        struct mid m = {.s = &s, .fd = -1};
+
+        srv_create(&s, 1, &o);
+        srv_run(&s, mid_client, &m);
+        assert_false(atomic_load(&m.bad));
+        assert_true(m.writing);
+        assert_true(m.echoed >= MID_TOTAL / 4);
+        srv_run(&s, mid_client, &m);
+        pthread_join(m.writer, NULL);
+        assert_false(atomic_load(&m.bad));
+        assert_int_equal(m.echoed, MID_TOTAL);
+        close(m.fd);
+        pc_runtime_destroy(s.rt);
+}
+
 static void test_errors(void **state)
 {
         struct pc_runtime *rt;
@@ -1279,6 +1380,9 @@ int main(void)
                 cmocka_unit_test(test_run_twice),
                 cmocka_unit_test_prestate(test_run_twice, (void *)&single_recv),
                 cmocka_unit_test_prestate(test_run_twice, (void *)&no_defer),
+                cmocka_unit_test(test_stop_midstream),
+                cmocka_unit_test_prestate(test_stop_midstream, (void *)&single_recv),
+                cmocka_unit_test_prestate(test_stop_midstream, (void *)&no_defer),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
