@@ -1312,7 +1312,18 @@ static void *mid_client(void *arg)
                 m->writing = true;
                 mid_read(m, MID_TOTAL / 4); /* then the run ends mid-stream */
         } else {
+                struct timespec ts = {0, 1000000};
+                struct pc_knet_stats st;
+
                 mid_read(m, MID_TOTAL);
+                close(m->fd);
+                /* The server sees the EOF and closes its side (freeing what
+                 * on_accept allocated) before the run ends. */
+                for (int i = 0; i < 20000; i++) {
+                        if (pc_knet_stats(m->s->rt, -1, &st) == 0 && st.conns == 0)
+                                break;
+                        nanosleep(&ts, NULL);
+                }
         }
         return NULL;
 }
@@ -1335,7 +1346,8 @@ static void test_stop_midstream(void **state)
         pthread_join(m.writer, NULL);
         assert_false(atomic_load(&m.bad));
         assert_int_equal(m.echoed, MID_TOTAL);
-        close(m.fd);
+        assert_int_equal(stats(s.rt).conns, 0);
+        assert_int_equal(atomic_load(&closes_clean), 1);
         pc_runtime_destroy(s.rt);
 }
 
