@@ -42,8 +42,8 @@ static const struct suite suites[] = {
         {"msg", suite_msg, "cross-core submit throughput and call round trip, 2 workers"},
         {"fwd", suite_fwd, "DPDK forwarding Mpps on one core, pc-fwd vs dpdk-testpmd"},
 #ifdef PC_HAVE_URING
-        {"echo", suite_echo, "TCP echo 64 B requests/s per worker, kernel backend vs epoll"},
-        {"kv", suite_kv, "memcached get/set ops/s per worker, pc-kv vs memcached"},
+        {"echo", suite_echo, "TCP echo 64 B requests/s, pc-echo vs Tokio and epoll, 1 and 2 workers"},
+        {"kv", suite_kv, "memcached get/set ops/s, pc-kv vs memcached, 32 B and 1 KB values"},
 #endif
 };
 #define NSUITES (sizeof(suites) / sizeof(suites[0]))
