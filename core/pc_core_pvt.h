@@ -76,6 +76,7 @@ struct pc_pub_stats {
         _Atomic uint64_t queue_depth;
         _Atomic uint64_t busy_ns;
         _Atomic uint64_t idle_ns;
+        _Atomic uint64_t spin_ns; /* stored when it changes, not per iteration */
         _Atomic uint64_t stolen;
         _Atomic uint64_t steal_attempts;
         _Atomic uint64_t steal_failures;

@@ -499,6 +499,8 @@ struct pc_worker_stats {
         uint64_t queue_depth; /**< tasks queued locally at the last sample */
         uint64_t busy_ns;    /**< time in iterations that found work */
         uint64_t idle_ns;    /**< time idle: spinning or asleep */
+        uint64_t spin_ns;    /**< adaptive idle: the spin the next idle
+                                  period starts with (see PERCORE_IDLE_SPIN_US) */
         /* elastic mode */
         uint64_t stolen;         /**< tasks this worker stole from others */
         uint64_t steal_attempts; /**< victims tried */

@@ -310,7 +310,10 @@ static void park(struct pc_worker *w, uint64_t deadline)
                         ts.tv_nsec = (long)(d % 1000000000u);
                         tsp = &ts;
                 }
+                /* Published now, not at the next iteration: a reader then
+                 * sees a worker that is asleep counted as parked. */
                 w->ls.parks++;
+                atomic_store_explicit(&w->stats.parks, w->ls.parks, memory_order_relaxed);
                 if (ppoll(&pfd, 1, tsp, NULL) > 0) {
                         uint64_t v;
                         if (read(w->efd, &v, sizeof(v)) == sizeof(v))
@@ -429,12 +432,20 @@ static inline void publish(struct pc_worker *w)
  */
 #define PC_SPIN_SHRINK_MAX 64
 
+static void spin_set(struct pc_worker *w, uint64_t ns)
+{
+        if (ns == w->spin_ns)
+                return;
+        w->spin_ns = ns;
+        atomic_store_explicit(&w->stats.spin_ns, ns, memory_order_relaxed);
+}
+
 static void spin_found_work(struct pc_worker *w)
 {
         uint64_t max = (uint64_t)w->rt->cfg.idle_spin_us * 1000u;
 
         if (!w->parked)
-                w->spin_ns = w->spin_ns * 2 < max ? w->spin_ns * 2 : max;
+                spin_set(w, w->spin_ns * 2 < max ? w->spin_ns * 2 : max);
         w->parked = false;
 }
 
@@ -469,7 +480,7 @@ static bool idle(struct pc_worker *w, uint64_t now)
         if (rt->cfg.idle == PC_IDLE_ADAPTIVE && !w->parked) {
                 uint64_t min = (uint64_t)rt->cfg.idle_spin_us * 1000u / PC_SPIN_SHRINK_MAX;
 
-                w->spin_ns = w->spin_ns / 2 > min ? w->spin_ns / 2 : min;
+                spin_set(w, w->spin_ns / 2 > min ? w->spin_ns / 2 : min);
         }
         w->parked = true;
         deadline = w->tn ? w->theap[0]->deadline_ns : 0;
@@ -489,6 +500,7 @@ void pc__worker_loop(struct pc_worker *w)
         w->stop_seen = false;
         w->idle_since = 0;
         w->spin_ns = (uint64_t)rt->cfg.idle_spin_us * 1000u;
+        atomic_store_explicit(&w->stats.spin_ns, w->spin_ns, memory_order_relaxed);
         w->parked = false;
         w->last_ns = pc__now();
         w->last_busy = true;
