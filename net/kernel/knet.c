@@ -277,7 +277,6 @@ static int ring_create(struct kworker *kw)
                 p.cq_entries = kw->k->opts.ring_entries * KNET_CQ_FACTOR;
                 rc = io_uring_queue_init_params(kw->k->opts.ring_entries, &kw->ring, &p);
                 if (rc == 0) {
-                        kw->ring_flags = p.flags;
                         kw->armed = 0;
                         atomic_store_explicit(&kw->st.rings_deferred,
                                               (p.flags & IORING_SETUP_DEFER_TASKRUN) ? 1 : 0,
@@ -352,7 +351,6 @@ static void knet_worker_stop(struct pc_worker *w, void *arg)
         if (!kw->ring_ok)
                 return;
         kw->quiescing = true;
-        pc__udp_poll(kw); /* replies the handlers queued leave */
         sqe = pc__knet_sqe(kw);
         if (sqe) {
                 io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);

@@ -143,7 +143,6 @@ struct kworker {
         /* The run is ending: completions are reaped but nothing is armed
          * again, and data that arrives is held for the next run. */
         bool quiescing;
-        unsigned ring_flags; /* the IORING_SETUP_* the ring got */
         unsigned armed;      /* operations whose last completion is owed */
         struct io_uring ring;
         unsigned nconns;
