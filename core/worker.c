@@ -440,13 +440,17 @@ static void spin_set(struct pc_worker *w, uint64_t ns)
         atomic_store_explicit(&w->stats.spin_ns, ns, memory_order_relaxed);
 }
 
-static void spin_found_work(struct pc_worker *w)
+/* Work found: an idle period that ended in its spin doubles the spin. */
+static void busy_again(struct pc_worker *w)
 {
         uint64_t max = (uint64_t)w->rt->cfg.idle_spin_us * 1000u;
 
+        if (w->idle_since == 0)
+                return;
         if (!w->parked)
                 spin_set(w, w->spin_ns * 2 < max ? w->spin_ns * 2 : max);
         w->parked = false;
+        w->idle_since = 0;
 }
 
 /* Nothing to do this iteration. Returns true when the worker must exit. */
@@ -461,9 +465,7 @@ static bool idle(struct pc_worker *w, uint64_t now)
             (rt->policy->on_idle == NULL || rt->policy->on_idle(rt->policy->ctx, w->id))) {
                 struct pc_task *t = pc__steal(w);
                 if (t) {
-                        if (w->idle_since)
-                                spin_found_work(w);
-                        w->idle_since = 0;
+                        busy_again(w);
                         w->last_busy = true;
                         w->ls.tasks_run++;
                         run_task(w, t);
@@ -538,9 +540,7 @@ void pc__worker_loop(struct pc_worker *w)
                 w->ls.iterations++;
                 publish(w);
                 if (n) {
-                        if (w->idle_since)
-                                spin_found_work(w);
-                        w->idle_since = 0;
+                        busy_again(w);
                         continue;
                 }
                 if (idle(w, now))
