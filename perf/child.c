@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "child.h"
-#include "percore.h"
+#include "lgen.h"
 
 const char *child_app_path(const char *name, const char *var)
 {
@@ -37,19 +37,14 @@ const char *child_app_path(const char *name, const char *var)
 
 pid_t child_spawn(char *const argv[], const char *const env[], const char *cpus)
 {
-        uint64_t set[CPU_SETSIZE / 64];
         cpu_set_t mask;
         pid_t pid;
 
-        CPU_ZERO(&mask);
         if (cpus) {
-                int rc = pc_cpulist_parse(cpus, set, CPU_SETSIZE);
+                int rc = lgen_cpuset(cpus, &mask);
 
                 if (rc < 0)
                         return rc;
-                for (int c = 0; c < CPU_SETSIZE; c++)
-                        if (set[c / 64] >> (c % 64) & 1)
-                                CPU_SET(c, &mask);
         }
         pid = fork();
         if (pid < 0)

@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -100,42 +99,15 @@ static double proc_cpu_s(pid_t pid)
         return (double)(utime + stime) / (double)sysconf(_SC_CLK_TCK);
 }
 
-static double ts_s(const struct timespec *t)
-{
-        return (double)t->tv_sec + (double)t->tv_nsec / 1e9;
-}
-
-/* CPU seconds the server has used so far: its process's, or when it runs
- * in this process, the process's less this (the client) thread's. */
-static double server_cpu_now(const struct lgen *g)
-{
-        struct timespec self;
-        struct rusage ru;
-
-        if (g->o->server_pid > 0)
-                return proc_cpu_s(g->o->server_pid);
-        if (getrusage(RUSAGE_SELF, &ru) || clock_gettime(CLOCK_THREAD_CPUTIME_ID, &self))
-                return -1;
-        return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-               (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6 - ts_s(&self);
-}
-
 static int pin_client(const char *cpus)
 {
-        uint64_t set[CPU_SETSIZE / 64];
         cpu_set_t mask;
         int rc;
 
         if (cpus == NULL)
                 return 0;
-        rc = pc_cpulist_parse(cpus, set, CPU_SETSIZE);
-        if (rc < 0)
-                return rc;
-        CPU_ZERO(&mask);
-        for (int c = 0; c < CPU_SETSIZE; c++)
-                if (set[c / 64] >> (c % 64) & 1)
-                        CPU_SET(c, &mask);
-        return -pthread_setaffinity_np(pthread_self(), sizeof(mask), &mask);
+        rc = lgen_cpuset(cpus, &mask);
+        return rc ? rc : -pthread_setaffinity_np(pthread_self(), sizeof(mask), &mask);
 }
 
 /* user_data of a completion: the connection, and which operation. */
@@ -267,7 +239,7 @@ static void *lgen_thread(void *arg)
                 if ((g->err = next_request(g, lr, &c[i], i, &seed)) != 0)
                         goto out;
         }
-        cpu0 = server_cpu_now(g);
+        cpu0 = proc_cpu_s(g->o->server_pid);
         end = pc_now_ns() + g->duration_ns;
         while (pc_now_ns() < end) {
                 struct __kernel_timespec ts = {.tv_nsec = 100000000};
@@ -295,7 +267,7 @@ static void *lgen_thread(void *arg)
                 if (g->err)
                         goto out;
         }
-        g->server_cpu_s = server_cpu_now(g) - cpu0;
+        g->server_cpu_s = proc_cpu_s(g->o->server_pid) - cpu0;
         if (cpu0 < 0 || g->server_cpu_s < 0)
                 g->server_cpu_s = -1;
 out:
@@ -366,5 +338,19 @@ int lgen_place(unsigned workers, bool apart, struct lgen_place *out)
                 cpu_list(cpus, 1, out->client_cpus, sizeof(out->client_cpus));
         else
                 memcpy(out->client_cpus, out->server_cpus, sizeof(out->client_cpus));
+        return 0;
+}
+
+int lgen_cpuset(const char *list, cpu_set_t *out)
+{
+        uint64_t set[CPU_SETSIZE / 64];
+        int rc = pc_cpulist_parse(list, set, CPU_SETSIZE);
+
+        if (rc < 0)
+                return rc;
+        CPU_ZERO(out);
+        for (int c = 0; c < CPU_SETSIZE; c++)
+                if (set[c / 64] >> (c % 64) & 1)
+                        CPU_SET(c, out);
         return 0;
 }

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <sched.h>
 #include <sys/types.h>
 
 #define LGEN_MAX_CONNS 256
@@ -46,6 +47,10 @@ struct lgen_place {
  */
 int lgen_place(unsigned workers, bool apart, struct lgen_place *out);
 
+/* Parse CPU list @list ("0-1,3") into @out: 0, or -EINVAL / -ERANGE as
+ * pc_cpulist_parse(). Any thread. */
+int lgen_cpuset(const char *list, cpu_set_t *out);
+
 /* What a run is asked to do. */
 struct lgen_opts {
         uint16_t port;     /* on 127.0.0.1 */
@@ -53,8 +58,7 @@ struct lgen_opts {
         double seconds;
         const struct lgen_proto *p;
         const char *cpus;  /* CPU list the client thread runs on ("0", "0-1"); NULL: any */
-        pid_t server_pid;  /* the server's process; 0: this process, whose CPU
-                            * time less the client thread's is the server's */
+        pid_t server_pid;  /* the server's process, whose CPU time is read */
 };
 
 /* What a run measured, over its timed part only. */

@@ -37,7 +37,6 @@
 
 #define KV_CONNS 64
 #define KV_KEYS 10000
-#define KV_PORT_BASE 23000
 
 /* One case: value size and where the server and client run. */
 struct kv_case {
@@ -130,7 +129,6 @@ out:
 
 struct kv_side {
         bool memcached;
-        unsigned runs; /* gives each run its own port */
         struct kv_case *k;
 };
 
@@ -160,13 +158,16 @@ static double kv_run(const struct bench_opts *o, enum pc_mode mode, unsigned *wo
 {
         struct kv_side *x = arg;
         struct kv_case *k = x->k;
-        uint16_t port = (uint16_t)(KV_PORT_BASE + (x->memcached ? 500 : 0) + x->runs++ % 400);
+        int free_port = child_free_port();
+        uint16_t port = (uint16_t)free_port;
         const struct lgen_proto proto = {.request = kv_request, .reply_done = kv_done, .ctx = k};
         struct lgen_result res;
         pid_t pid;
         int rc;
 
         *workers = k->place.workers;
+        if (free_port < 0)
+                return free_port;
         pid = kv_spawn(x, mode, port);
         if (pid < 0)
                 return pid;
