@@ -28,3 +28,18 @@ start_on_free_port() {
 	done
 	return 1
 }
+
+# stop_pc_kv PID OUT: SIGTERM pc-kv, then check that it exited 0 and that
+# its totals in OUT say no send failed. On failure prints OUT and why, and
+# returns 1.
+stop_pc_kv() {
+	local spid=$1 sout=$2 src=0
+	kill -TERM "$spid"
+	wait "$spid" || src=$?
+	if [ "$src" != 0 ]; then
+		cat "$sout"; echo "pc-kv exited $src"; return 1
+	fi
+	if ! grep -q "send_failed=0" "$sout"; then
+		cat "$sout"; echo "pc-kv: sends failed"; return 1
+	fi
+}

@@ -218,10 +218,6 @@ assert c.set("after-fuzz", "ok", noreply=False) and c.get("after-fuzz") == b"ok"
 print("clients: ok")
 PY
 
-kill -TERM "$pid"
-rc=0
-wait "$pid" || rc=$?
+stop_pc_kv "$pid" "$out" || fail "pc-kv did not stop cleanly"
 pid=
-[ "$rc" = 0 ] || { cat "$out"; fail "pc-kv exited $rc"; }
-grep -q "send_failed=0" "$out" || { cat "$out"; fail "sends failed"; }
 echo "pc-kv clients: ok"

@@ -149,21 +149,27 @@ def read_all(s):
         got += b
 
 
-def oneshot(what, req, until=None):
-    """On fresh connections: requests that leave the connection unusable.
-    The replies up to @until, or (None) until the server closes."""
+def fresh(what, req, read):
+    """@req on a fresh connection to each server; read(sock, srv) gives
+    what its replies come to, and the two must be equal."""
     global steps
     steps += 1
     got = []
     for srv in servers:
         s = connect(srv.port)
         s.sendall(req)
-        got.append(read_until(s, until) if until else read_all(s))
+        got.append(read(s, srv))
         s.close()
     if got[0] != got[1]:
         print("DIFF in %s\n request: %r\n memcached: %r\n pc-kv:     %r" %
-              (what, req[:300], got[0], got[1]), file=sys.stderr)
+              (what, req[:300], got[0][:600], got[1][:600]), file=sys.stderr)
         sys.exit(1)
+
+
+def oneshot(what, req, until=None):
+    """Requests that leave the connection unusable: the replies up to
+    @until, or (None) until the server closes."""
+    fresh(what, req, lambda s, srv: read_until(s, until) if until else read_all(s))
 
 
 def cas_cmd(key, data, extra=b""):
@@ -348,23 +354,15 @@ def opaques(raw):
 
 
 def bin_step(what, req, until_opaque):
-    global steps
-    steps += 1
-    got = []
-    for srv in servers:
-        s = connect(srv.port)
-        s.sendall(req)
+    """Binary frames up to the one with @until_opaque, cas values masked."""
+    def read(s, srv):
         raw = b""
         while until_opaque not in opaques(raw):
             b = s.recv(1 << 20)
             assert b, "%s: %s closed early: %r" % (what, srv.name, raw[-200:])
             raw += b
-        s.close()
-        got.append(frames(raw))
-    if got[0] != got[1]:
-        print("DIFF in binary %s\n memcached: %r\n pc-kv:     %r" % (what, got[0][:20], got[1][:20]),
-              file=sys.stderr)
-        sys.exit(1)
+        return frames(raw)
+    fresh("binary " + what, req, read)
 
 
 ext = struct.pack(">II", 5, 0)
@@ -423,10 +421,6 @@ print("memcaslap: cmd_set %s get_hits %s" % (st[b"cmd_set"].decode(), st[b"get_h
 PY
 grep -E "^(cmd_get|cmd_set|get_misses|verify_failed):" "$slap_out"
 
-kill -TERM "$kv_pid"
-rc=0
-wait "$kv_pid" || rc=$?
+stop_pc_kv "$kv_pid" "$kv_out" || fail "pc-kv did not stop cleanly"
 kv_pid=
-[ "$rc" = 0 ] || { cat "$kv_out"; fail "pc-kv exited $rc"; }
-grep -q "send_failed=0" "$kv_out" || { cat "$kv_out"; fail "sends failed"; }
 echo "pc-kv diff: ok"
