@@ -61,7 +61,9 @@ done
 # pymemcache, then the binary and UDP framing byte by byte.
 # Under ASan or TSan freed memory is held back: RSS says nothing there.
 rss_check=1
-ldd "$bin" 2>/dev/null | grep -qE "libasan|libtsan" && rss_check=0
+# (ldd's output taken whole first: under pipefail, grep -q quitting early
+# could fail the pipeline with ldd's SIGPIPE and leave the check on.)
+case "$(ldd "$bin" 2>/dev/null)" in *libasan* | *libtsan*) rss_check=0 ;; esac
 "$pyc" - "$port" "$pid" "$rss_check" <<'PY'
 import socket, struct, sys
 from pymemcache.client.base import Client
