@@ -458,6 +458,23 @@ struct pc_poller_ops {
         bool (*prepare_sleep)(void *arg);
         /** The worker woke up after prepare_sleep() allowed it. May be NULL. */
         void (*after_sleep)(void *arg);
+        /**
+         * Sleep the worker inside this poller instead of in poll(2) on its
+         * eventfd, so that the poller's own events end the sleep without a
+         * second system call (io_uring waits in io_uring_enter). Called
+         * after every poller's prepare_sleep() allowed sleep. It must return
+         * once @wake_fd (the worker's eventfd, written by pc_worker_wake()
+         * and by every producer of the worker's work) becomes readable
+         * (it need not read it), once its own events arrive, or at
+         * @deadline_ns (CLOCK_MONOTONIC, 0 = none). Returns 1 when woken, 0
+         * on timeout or a spurious return, and a negative errno when it
+         * cannot sleep the worker: then the worker sleeps in poll(2) on
+         * @wake_fd, so the poller's events must signal that eventfd by
+         * then. The first poller registered with a sleep op sleeps the
+         * worker; NULL = this poller does not. On the worker's thread only,
+         * as every op.
+         */
+        int (*sleep)(void *arg, int wake_fd, uint64_t deadline_ns);
 };
 
 struct pc_poller;

@@ -284,7 +284,19 @@ static bool work_pending(struct pc_worker *w)
         return !w->stop_seen && atomic_load_explicit(&rt->stop_req, memory_order_seq_cst);
 }
 
-/* Sleep until woken or @deadline (CLOCK_MONOTONIC ns, 0 = none). */
+/* The poller that sleeps the worker in its own wait, if one offers to. */
+static struct pc_poller *sleeper(struct pc_worker *w)
+{
+        for (unsigned i = 0; i < w->npollers; i++) {
+                struct pc_poller *p = w->pollers[i];
+                if (!p->dead && p->ops->sleep)
+                        return p;
+        }
+        return NULL;
+}
+
+/* Sleep until woken or @deadline (CLOCK_MONOTONIC ns, 0 = none): in the
+ * sleeping poller's wait when one offers it, else in ppoll on the eventfd. */
 static void park(struct pc_worker *w, uint64_t deadline)
 {
         unsigned ok = 0;
@@ -300,23 +312,29 @@ static void park(struct pc_worker *w, uint64_t deadline)
                         break;
         }
         if (ok == w->npollers) {
-                struct pollfd pfd = {.fd = w->efd, .events = POLLIN};
-                struct timespec ts, *tsp = NULL;
-                uint64_t now = pc__now();
+                struct pc_poller *sp = sleeper(w);
 
-                if (deadline) {
-                        uint64_t d = deadline > now ? deadline - now : 0;
-                        ts.tv_sec = (time_t)(d / 1000000000u);
-                        ts.tv_nsec = (long)(d % 1000000000u);
-                        tsp = &ts;
-                }
                 /* Published now, not at the next iteration: a reader then
                  * sees a worker that is asleep counted as parked. */
                 w->ls.parks++;
                 atomic_store_explicit(&w->stats.parks, w->ls.parks, memory_order_relaxed);
-                if (ppoll(&pfd, 1, tsp, NULL) > 0) {
-                        uint64_t v;
-                        if (read(w->efd, &v, sizeof(v)) == sizeof(v))
+                int rc = sp ? sp->ops->sleep(sp->arg, w->efd, deadline) : -EOPNOTSUPP;
+
+                if (rc > 0) {
+                        w->ls.wakeups++;
+                } else if (rc < 0) {
+                        struct pollfd pfd = {.fd = w->efd, .events = POLLIN};
+                        struct timespec ts, *tsp = NULL;
+                        uint64_t v, now = pc__now();
+
+                        if (deadline) {
+                                uint64_t d = deadline > now ? deadline - now : 0;
+                                ts.tv_sec = (time_t)(d / 1000000000u);
+                                ts.tv_nsec = (long)(d % 1000000000u);
+                                tsp = &ts;
+                        }
+                        if (ppoll(&pfd, 1, tsp, NULL) > 0 &&
+                            read(w->efd, &v, sizeof(v)) == sizeof(v))
                                 w->ls.wakeups++;
                 }
         }

@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -90,7 +91,7 @@ int pc_knet_configure(struct pc_runtime *rt, const struct pc_knet_opts *o)
             v.ring_entries < 8 || v.ring_entries > 32768 ||
             v.recv_bufs > KNET_RECV_BUFS_MAX || (v.recv_bufs & (v.recv_bufs - 1)) ||
             (uint64_t)v.recv_bufs * v.rbuf > (1u << 30) ||
-            (v.flags & ~(PC_KNET_SINGLE_RECV | PC_KNET_NO_DEFER)))
+            (v.flags & ~(PC_KNET_SINGLE_RECV | PC_KNET_NO_DEFER | PC_KNET_EFD_SLEEP)))
                 return -EINVAL;
         k->opts = v;
         return 0;
@@ -167,6 +168,18 @@ static bool owes_completions(const struct kworker *kw)
                (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW);
 }
 
+/* The poll on the worker's eventfd fired (a wake-up: nothing to do, the
+ * worker is awake now) or ended: armed again before the next sleep, unless
+ * the kernel refused it outright, which sends the worker back to ppoll. */
+static void wake_complete(struct kworker *kw, int res, unsigned flags)
+{
+        if (flags & IORING_CQE_F_MORE)
+                return;
+        kw->wake_armed = false;
+        if (res < 0 && res != -ECANCELED && res != -ENOMEM && res != -EOVERFLOW)
+                kw->wake_failed = true;
+}
+
 /* Handle up to @budget completions. */
 static unsigned reap(struct kworker *kw, unsigned budget)
 {
@@ -185,7 +198,9 @@ static unsigned reap(struct kworker *kw, unsigned budget)
                         continue; /* a cancel's own completion */
                 if (!(flags & IORING_CQE_F_MORE))
                         kw->armed--;
-                if ((ud & KTAG_MASK) == T_UDP)
+                if ((ud & KTAG_MASK) == T_WAKE)
+                        wake_complete(kw, res, flags);
+                else if ((ud & KTAG_MASK) == T_UDP)
                         pc__udp_complete(kw, ptr, res, flags);
                 else
                         pc__tcp_complete(kw, ud & KTAG_MASK, ptr, res, flags);
@@ -240,11 +255,71 @@ static bool kprepare_sleep(void *arg)
         return pc__udp_idle(kw);
 }
 
+/*
+ * Sleep the worker in io_uring_enter: the ring's own completions (and, on
+ * a deferred ring, its task work) end the wait in the kernel, and every
+ * other wake-up, a write to the worker's eventfd, fires a multishot poll
+ * armed on it here. One system call per sleep where ppoll on the eventfd
+ * takes three (ppoll, the eventfd's read, the enter that then reaps). No
+ * wake-up is lost: the poll, armed before the wait, reports an eventfd
+ * written before it as readable at once, and one written after it when it
+ * is; a completion posted after kprepare_sleep()'s checks ends the wait as
+ * it is posted. The eventfd's count, left over from wake-ups the worker
+ * took elsewhere, is read as the poll is armed (once a run, or again after
+ * the kernel ends the poll) so that it does not fire at once.
+ */
+static int ksleep(void *arg, int wake_fd, uint64_t deadline)
+{
+        struct kworker *kw = arg;
+        struct __kernel_timespec ts, *tsp = NULL;
+        struct io_uring_cqe *cqe;
+        int rc;
+
+        if (kw->efd_sleep)
+                return -EOPNOTSUPP;
+        if (kw->wake_failed) {
+                /* Back to the eventfd for good: the ring signals it from now
+                 * on. A completion posted since kprepare_sleep() looked, and
+                 * before the ring signalled, is seen here. */
+                if (io_uring_register_eventfd(&kw->ring, wake_fd))
+                        return 0; /* try again at the next park */
+                kw->efd_sleep = true;
+                atomic_store_explicit(&kw->st.rings_sleeping, 0, memory_order_relaxed);
+                return kprepare_sleep(kw) ? -EOPNOTSUPP : 0;
+        }
+        if (!kw->wake_armed) {
+                struct io_uring_sqe *sqe = pc__knet_sqe(kw);
+                uint64_t v;
+
+                if (sqe == NULL)
+                        return 0;
+                io_uring_prep_poll_multishot(sqe, wake_fd, POLLIN);
+                pc__knet_arm(kw, sqe, (uint64_t)(uintptr_t)kw | T_WAKE);
+                kw->wake_armed = true;
+                /* A count read here may be a wake-up for work this park's
+                 * checks missed: return as woken, the poll goes in with the
+                 * next pass's submission. */
+                if (read(wake_fd, &v, sizeof(v)) == sizeof(v))
+                        return 1;
+        }
+        if (deadline) {
+                uint64_t now = pc_now_ns(), d = deadline > now ? deadline - now : 0;
+
+                ts.tv_sec = (long long)(d / 1000000000u);
+                ts.tv_nsec = (long long)(d % 1000000000u);
+                tsp = &ts;
+        }
+        rc = io_uring_submit_and_wait_timeout(&kw->ring, &cqe, 1, tsp, NULL);
+        return rc >= 0 ? 1 : 0;
+}
+
 static const struct pc_poller_ops kpoll_ops = {
         .name = "knet-uring",
         .poll = kpoll,
         .prepare_sleep = kprepare_sleep,
+        .sleep = ksleep,
 };
+
 
 /*
  * The worker's ring, made on the worker's thread at the start of each run.
@@ -305,13 +380,17 @@ static void knet_worker_start(struct pc_worker *w, void *arg)
                         pc_log(PC_LOG_ERROR, "worker %u: io_uring: %s", w->id, pc_strerror(rc));
                         return;
                 }
-                rc = io_uring_register_eventfd(&kw->ring, w->efd);
+                kw->efd_sleep = k->opts.flags & PC_KNET_EFD_SLEEP;
+                kw->wake_armed = kw->wake_failed = false;
+                rc = kw->efd_sleep ? io_uring_register_eventfd(&kw->ring, w->efd) : 0;
                 if (rc) {
                         pc_log(PC_LOG_ERROR, "worker %u: io_uring eventfd: %s", w->id,
                                pc_strerror(rc));
                         io_uring_queue_exit(&kw->ring);
                         return;
                 }
+                atomic_store_explicit(&kw->st.rings_sleeping, kw->efd_sleep ? 0 : 1,
+                                      memory_order_relaxed);
                 kw->ring_ok = true;
                 pc__tcp_bufs_setup(kw);
         }
@@ -427,6 +506,7 @@ static void read_stats(const struct kstats *s, struct pc_knet_stats *o, bool add
                 .recv_nobufs = RD(recv_nobufs),
                 .writable = RD(writable),
                 .rings_deferred = RD(rings_deferred),
+                .rings_sleeping = RD(rings_sleeping),
         };
 #undef RD
         uint64_t *d = (uint64_t *)o;
@@ -469,19 +549,20 @@ void pc_knet_stats_print(const struct pc_runtime *rt, FILE *f)
 {
         struct pc_knet_stats s;
 
-        fprintf(f, "%-6s %10s %8s %8s %8s %8s %12s %12s %8s %10s %10s %8s %8s %8s %5s\n",
+        fprintf(f, "%-6s %10s %8s %8s %8s %8s %12s %12s %8s %10s %10s %8s %8s %8s %5s %5s\n",
                 "worker", "accepted", "refused", "errors", "closed", "resets", "bytes_in",
                 "bytes_out", "backpr", "udp_rx", "udp_tx", "mshot", "nobufs", "writable",
-                "defer");
+                "defer", "rsleep");
         for (unsigned i = 0; i < pc_runtime_workers(rt); i++) {
                 if (pc_knet_stats(rt, (int)i, &s))
                         return;
                 fprintf(f,
                         "%-6u %10" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64
                         " %12" PRIu64 " %12" PRIu64 " %8" PRIu64 " %10" PRIu64 " %10" PRIu64
-                        " %8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %5" PRIu64 "\n",
+                        " %8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %5" PRIu64 " %5" PRIu64 "\n",
                         i, s.accepted, s.refused, s.accept_errors, s.closed, s.resets,
                         s.bytes_in, s.bytes_out, s.backpressure, s.udp_rx, s.udp_tx,
-                        s.recv_multishot, s.recv_nobufs, s.writable, s.rings_deferred);
+                        s.recv_multishot, s.recv_nobufs, s.writable, s.rings_deferred,
+                        s.rings_sleeping);
         }
 }

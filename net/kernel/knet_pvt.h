@@ -41,6 +41,7 @@ enum ktag {
         T_SEND = 3,   /* struct pc_conn */
         T_CONNECT = 4, /* struct pc_conn */
         T_UDP = 5,    /* struct kudp_sock */
+        T_WAKE = 6,   /* struct kworker: the poll on the worker's eventfd */
 };
 #define KTAG_MASK 7u
 
@@ -48,7 +49,7 @@ struct kstats {
         _Atomic uint64_t accepted, refused, accept_errors, closed, resets, conns;
         _Atomic uint64_t bytes_in, bytes_out, backpressure, send_refused, out_max;
         _Atomic uint64_t udp_rx, udp_tx, udp_drops;
-        _Atomic uint64_t recv_multishot, recv_nobufs, writable, rings_deferred;
+        _Atomic uint64_t recv_multishot, recv_nobufs, writable, rings_deferred, rings_sleeping;
 };
 
 /* Owner-only increment of a counter other threads read. */
@@ -144,6 +145,11 @@ struct kworker {
          * again, and data that arrives is held for the next run. */
         bool quiescing;
         unsigned armed;      /* operations whose last completion is owed */
+        /* The worker sleeps in io_uring_enter (ksleep), woken by a multishot
+         * poll on its eventfd (@wake_armed while armed), and the ring does
+         * not signal that eventfd; else (@efd_sleep) it sleeps in ppoll on
+         * the eventfd, which the ring signals on each completion. */
+        bool efd_sleep, wake_armed, wake_failed;
         struct io_uring ring;
         unsigned nconns;
         struct pc_conn *conns;

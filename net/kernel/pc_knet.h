@@ -71,6 +71,13 @@ extern "C" {
  * as before 6.1. For comparing the two; deferring is faster. */
 #define PC_KNET_NO_DEFER (1u << 1)
 
+/** pc_knet_opts.flags: a worker with nothing to do sleeps in ppoll(2) on
+ * its eventfd, which the ring signals on every completion, rather than in
+ * io_uring_enter(2) waiting for a completion (the default, where a poll on
+ * that eventfd brings the other wake-ups). For comparing the two; sleeping
+ * in the ring saves two system calls per sleep. */
+#define PC_KNET_EFD_SLEEP (1u << 2)
+
 /** Options of the kernel backend; zero fields take the defaults named. */
 struct pc_knet_opts {
         unsigned max_conns; /**< open connections per worker (4096); at the
@@ -83,7 +90,8 @@ struct pc_knet_opts {
         unsigned ring_entries; /**< submission queue entries (1024) */
         unsigned recv_bufs; /**< provided buffers per worker (512), a power of
                                  two up to 32768; recv_bufs * rbuf <= 1 GiB */
-        unsigned flags;     /**< PC_KNET_SINGLE_RECV, PC_KNET_NO_DEFER or 0 */
+        unsigned flags;     /**< PC_KNET_SINGLE_RECV, PC_KNET_NO_DEFER,
+                                 PC_KNET_EFD_SLEEP, or-ed, or 0 */
 };
 
 /**
@@ -242,6 +250,8 @@ struct pc_knet_stats {
         uint64_t writable;      /**< on_writable calls */
         uint64_t rings_deferred; /**< workers whose ring defers task work to
                                       them (DEFER_TASKRUN; 0 or 1 a worker) */
+        uint64_t rings_sleeping; /**< workers that sleep in their ring's
+                                      io_uring_enter (0 or 1 a worker) */
 };
 
 /**
