@@ -30,6 +30,7 @@
 #define PC_RUNQ_DEFAULT 4096    /* default local ring slots */
 #define PC_STOP_POLL_NS 100000  /* coordinator's re-check period while draining */
 #define PC_ADVERTISE_MIN 2      /* stealable tasks before a worker advertises */
+#define PC_WAKE_STEP 4          /* pushes between an advertising owner's wakes */
 #define PC_OWNER_BATCH 8        /* stealable tasks the owner claims per CAS */
 #define PC_SPILL_MAX 2048       /* most tasks a full stealable ring spills at once */
 #define PC_MONITOR_THRESHOLD 4  /* load monitor: busiest > 4 x max(lightest, 1), >= 4 */
@@ -129,7 +130,6 @@ struct pc_worker {
         bool quiet_published;
         bool elastic;    /* elastic mode: stealable queue in use */
         uint64_t remote_min; /* cfg.remote_steal_min, kept hot */
-        bool advertised; /* our bit is set in rt->stealable */
         bool sticky_turn; /* alternate sticky and stealable queues */
         struct pc_steal_order order;
         /* Tasks the owner claimed from its stealable queue, oldest first. */
@@ -346,7 +346,12 @@ void pc__steal_order_flat(struct pc_runtime *rt, unsigned w, struct pc_steal_ord
 void pc__advertise(struct pc_worker *w);
 void pc__spill(struct pc_worker *w, struct pc_task *t);
 void pc__wake_thief(struct pc_worker *w, bool remote);
+/* Clear @w's advertisement: its owner, or a thief that found @w's ring
+ * empty (a stale bit would keep every thief from parking). */
 void pc__unadvertise(struct pc_worker *w);
+/* Owner, from pc__push_local(), every PC_WAKE_STEP pushes while it
+ * advertises: wake a sleeper that can take the backlog. */
+void pc__backlog_wake(struct pc_worker *w);
 
 /* timer.c */
 unsigned pc__timers_expire(struct pc_worker *w, uint64_t now);
@@ -422,15 +427,13 @@ static inline void pc__push_local(struct pc_worker *w, struct pc_task *t)
                 pc__spill(w, t);
                 return;
         }
-        if (!w->advertised) {
+        if (!atomic_load_explicit(&w->sq.adv, memory_order_relaxed)) {
                 if (pc__stealq_ring_len(&w->sq) >= PC_ADVERTISE_MIN)
                         pc__advertise(w);
         } else if (unlikely(atomic_load_explicit(&w->sq.tail, memory_order_relaxed) -
-                                    w->sq.seen_head ==
-                            w->remote_min)) {
-                /* Probably just reached the cross-node threshold (seen_head
-                 * lags, so this errs towards waking). */
-                pc__wake_thief(w, true);
+                                    w->sq.seen_head >=
+                            PC_WAKE_STEP)) {
+                pc__backlog_wake(w);
         }
 }
 

@@ -38,18 +38,44 @@ void pc__advertise(struct pc_worker *w)
 {
         struct pc_runtime *rt = w->rt;
 
-        w->advertised = true;
+        atomic_store_explicit(&w->sq.adv, true, memory_order_seq_cst);
         atomic_fetch_or_explicit(&rt->stealable[w->id / 64], 1ull << (w->id % 64),
                                  memory_order_seq_cst);
         pc__wake_thief(w, w->remote_min <= PC_ADVERTISE_MIN);
 }
 
 /*
+ * Every PC_WAKE_STEP pushes while we advertise (the ring's length is at
+ * most tail - seen_head, so a shorter ring is never measured): with a
+ * fresh head (seen_head otherwise lags, refreshed only when the ring looks
+ * full), wake the nearest sleeper, one on another node once the backlog
+ * is worth a remote steal. Not once per backlog but all along: a thief
+ * woken while the backlog was short, or one that took a small backlog
+ * elsewhere, may have gone back to sleep, and nothing else would wake it
+ * while the backlog grows. The fence orders our tail stores before the
+ * sleeping flags are read, as pc__advertise()'s RMW does, for a thief that
+ * checks the backlog after raising its flag. When nobody sleeps, this
+ * costs a load of head, the fence and one load of nsleeping.
+ */
+void pc__backlog_wake(struct pc_worker *w)
+{
+        struct pc_stealq *q = &w->sq;
+        uint64_t t = atomic_load_explicit(&q->tail, memory_order_relaxed), len;
+
+        q->seen_head = atomic_load_explicit(&q->head, memory_order_acquire);
+        len = t - q->seen_head;
+        if (len < PC_ADVERTISE_MIN)
+                return;
+        atomic_thread_fence(memory_order_seq_cst);
+        pc__wake_thief(w, len >= w->remote_min);
+}
+
+/*
  * Wake the nearest sleeping worker that could steal from @w: walk @w's own
  * steal order (the same tiers seen from the other side), near tiers only
- * unless @remote. Called when our surplus appears, when it reaches the
- * remote-steal threshold (thieves on other nodes parked while it was
- * smaller), and by a thief that just stole, so idle workers join in one
+ * unless @remote. Called when our surplus appears, every PC_WAKE_STEP
+ * pushes while it lasts (remote once it reaches the remote-steal
+ * threshold), and by a thief that just stole, so idle workers join in one
  * after another. A searching worker does not stop us: it may be one that
  * cannot take this work (another node, under the threshold).
  */
@@ -73,11 +99,19 @@ void pc__wake_thief(struct pc_worker *w, bool remote)
         }
 }
 
+/*
+ * The bit first, then the flag; pc__advertise() sets them the other way
+ * round (all seq_cst). So whichever way an owner's advertise and a thief's
+ * clear interleave, a flag left set has its bit set: the owner may find
+ * its flag clear with the bit still set (it advertises again at its next
+ * push; a thief drops a bit whose ring is empty), never the flag set with
+ * no bit, which would hide its queue from every thief for good.
+ */
 void pc__unadvertise(struct pc_worker *w)
 {
-        w->advertised = false;
         atomic_fetch_and_explicit(&w->rt->stealable[w->id / 64], ~(1ull << (w->id % 64)),
-                                  memory_order_relaxed);
+                                  memory_order_seq_cst);
+        atomic_store_explicit(&w->sq.adv, false, memory_order_seq_cst);
 }
 
 static inline bool advertises(struct pc_runtime *rt, unsigned v)
@@ -109,10 +143,29 @@ void pc__spill(struct pc_worker *w, struct pc_task *t)
         w->ls.spilled += got + 1;
 }
 
-/* Whether a search could succeed now: a victim in a near tier advertises,
- * or one in a remote tier has a backlog past the threshold. A worker that
- * parks checks this after raising its sleeping flag, so it neither sleeps
- * through stealable work nor spins on work it may not take. */
+/*
+ * A victim advertises but its ring is empty: thieves took it all while its
+ * owner was busy elsewhere (a long task, its pollers), and only the owner
+ * would clear the bit, at its next pop. Clear it here, or every idle
+ * thief keeps searching and never parks. An owner that pushes meanwhile
+ * and still sees its flag set does not advertise again; its next push
+ * after the flag is clear does, so what is lost is at most the sharing of
+ * the few tasks pushed in between, never a task.
+ */
+static void drop_stale(struct pc_runtime *rt, unsigned v)
+{
+        struct pc_worker *o = rt->workers[v];
+
+        if (pc__stealq_ring_len(&o->sq) == 0 &&
+            atomic_load_explicit(&o->sq.adv, memory_order_relaxed))
+                pc__unadvertise(o);
+}
+
+/* Whether a search could succeed now: a victim in a near tier advertises
+ * and has a task, or one in a remote tier has a backlog past the
+ * threshold. A worker that parks checks this after raising its sleeping
+ * flag, so it neither sleeps through stealable work nor spins on work it
+ * may not take; a stale advertisement it finds is dropped. */
 bool pc__steal_possible(struct pc_worker *w)
 {
         struct pc_runtime *rt = w->rt;
@@ -122,12 +175,16 @@ bool pc__steal_possible(struct pc_worker *w)
                 bool remote = o->tier_kind[tier] >= PC_TIER_PACKAGE;
                 for (unsigned k = o->tier_start[tier]; k < o->tier_start[tier + 1]; k++) {
                         unsigned v = o->victims[k];
+                        uint64_t len;
+
                         if (!(atomic_load_explicit(&rt->stealable[v / 64],
                                                    memory_order_seq_cst) >>
                               (v % 64) & 1))
                                 continue;
-                        if (!remote || pc__stealq_ring_len(&rt->workers[v]->sq) >=
-                                               rt->cfg.remote_steal_min)
+                        len = pc__stealq_ring_len(&rt->workers[v]->sq);
+                        if (len == 0)
+                                drop_stale(rt, v);
+                        else if (!remote || len >= rt->cfg.remote_steal_min)
                                 return true;
                 }
         }
@@ -157,7 +214,9 @@ static struct pc_task *search(struct pc_worker *w)
                 for (unsigned k = 0; k < cnt; k++) {
                         unsigned v = o->victims[first + (start + k) % cnt];
                         struct pc_stealq *vq = &rt->workers[v]->sq;
+                        uint64_t left;
                         unsigned got;
+                        bool last;
 
                         if (!advertises(rt, v))
                                 continue;
@@ -171,6 +230,7 @@ static struct pc_task *search(struct pc_worker *w)
                         got = pc__stealq_steal(vq, buf, max);
                         if (got == 0) {
                                 w->ls.steal_failures++;
+                                drop_stale(rt, v);
                                 continue;
                         }
                         w->ls.stolen += got;
@@ -178,9 +238,16 @@ static struct pc_task *search(struct pc_worker *w)
                         keep_stolen(w, buf, got);
                         /* More where that came from: bring in the nearest
                          * sleeper, one on another node too if the backlog
-                         * left is worth a remote steal. */
-                        if (got > 1 || pc__stealq_ring_len(vq) >= PC_ADVERTISE_MIN)
-                                pc__wake_thief(w, pc__stealq_ring_len(vq) >= w->remote_min);
+                         * left is worth a remote steal. And as Tokio does,
+                         * the last searcher to find work always wakes one
+                         * more: otherwise a chain of wakes stops at a thief
+                         * that happened to take a small backlog while a
+                         * large one elsewhere, whose owner woke thieves
+                         * once for it, waits for thieves asleep. */
+                        left = pc__stealq_ring_len(vq);
+                        last = atomic_load_explicit(&rt->searching, memory_order_relaxed) == 1;
+                        if (last || got > 1 || left >= PC_ADVERTISE_MIN)
+                                pc__wake_thief(w, last || left >= w->remote_min);
                         return buf[0];
                 }
         }

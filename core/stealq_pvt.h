@@ -27,6 +27,10 @@
 struct pc_stealq {
         _Atomic uint64_t head __attribute__((aligned(64))); /* consumers */
         _Atomic uint64_t tail __attribute__((aligned(64))); /* owner */
+        /* Our bit is set in rt->stealable: set by the owner, cleared by the
+         * owner or by a thief that finds the ring empty. In the owner's
+         * line, which a thief writes only then. */
+        _Atomic bool adv;
         uint64_t mask;
         _Atomic(struct pc_task *) *slots;
         /* owner only */

@@ -195,7 +195,8 @@ static struct pc_task *pop_elastic(struct pc_worker *w)
         if (w->batch_i == w->batch_n) {
                 w->batch_i = 0;
                 w->batch_n = pc__stealq_pop_batch(&w->sq, w->batch, PC_OWNER_BATCH);
-                if (w->advertised && pc__stealq_ring_len(&w->sq) < PC_ADVERTISE_MIN)
+                if (atomic_load_explicit(&w->sq.adv, memory_order_relaxed) &&
+                    pc__stealq_ring_len(&w->sq) < PC_ADVERTISE_MIN)
                         pc__unadvertise(w);
         }
         t = w->batch_i < w->batch_n ? w->batch[w->batch_i++] : NULL;

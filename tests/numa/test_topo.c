@@ -75,7 +75,7 @@ struct shape {
 static const struct shape shapes[] = {
     {"intel-2s-smt", 16, 16, 8, 2, 2, 2}, {"epyc-nps4", 64, 64, 32, 1, 8, 4},
     {"memless-node", 4, 4, 4, 1, 2, 2},   {"offline-cpus", 8, 7, 4, 1, 1, 1},
-    {"laptop", 8, 8, 4, 1, 1, 1},
+    {"laptop", 8, 8, 4, 1, 1, 1},         {"node-per-cpu", 4, 4, 4, 1, 4, 4},
 };
 
 static void test_fixture_shapes(void **state)
