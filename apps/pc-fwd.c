@@ -239,6 +239,13 @@ int main(int argc, char **argv)
                 memcpy(streams[i].peer_mac.addr_bytes, "\x02\x00\x00\x00\x00", 5);
                 streams[i].peer_mac.addr_bytes[5] = (uint8_t)pc_port_id(dst);
         }
+        /* Mac mode writes these as the source: say what they are. */
+        for (unsigned i = 0; i < nports; i++) {
+                const uint8_t *m = pc_port_mac(ports[i]);
+                printf("pc-fwd: port %u %s mac %02x:%02x:%02x:%02x:%02x:%02x\n",
+                       pc_port_id(ports[i]), pc_port_name(ports[i]), m[0], m[1], m[2], m[3],
+                       m[4], m[5]);
+        }
         pc_runtime_stop_on_signals(rt);
         rc = pc_runtime_run(rt, fwd_main, NULL);
         {

@@ -4,6 +4,7 @@
  * and deterministic mode's reproducible order. Liveness checks wait for
  * the event they expect; nothing here measures time.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -425,9 +426,26 @@ struct det {
         unsigned n;
         uint32_t next_id;
         unsigned live;
+        int threads; /* the process's threads while the run's first task ran */
 };
 
 static struct det D;
+
+/* The process's threads now: a thread the runtime started shows here from
+ * the moment pthread_create() returned, whether or not it ran yet. */
+static int count_threads(void)
+{
+        DIR *d = opendir("/proc/self/task");
+        struct dirent *e;
+        int n = 0;
+
+        if (d == NULL)
+                return -1;
+        while ((e = readdir(d)) != NULL)
+                n += e->d_name[0] != '.';
+        closedir(d);
+        return n;
+}
 
 static void det_task(void *arg)
 {
@@ -452,25 +470,59 @@ static void det_task(void *arg)
 static void det_main(void *arg)
 {
         (void)arg;
+        /* Any monitor thread was started before the run's first task. */
+        D.threads = count_threads();
         D.next_id = 1;
         D.live = 1;
         pc_spawn(det_task, (void *)(uintptr_t)0);
 }
 
-static void det_run(uint64_t seed, struct det *out)
+/* A run of @mode with one worker and the load monitor asked for: returns
+ * how many threads the process gained for it. */
+static int det_run_mode(enum pc_mode mode, uint64_t seed, struct det *out)
 {
+        struct pc_runtime_stats rs;
         struct pc_config cfg;
         struct pc_runtime *rt;
+        int before;
 
         memset(&D, 0, sizeof(D));
-        pc_test_config(&cfg, 0);
-        cfg.mode = PC_MODE_DETERMINISTIC;
+        pc_test_config(&cfg, mode == PC_MODE_DETERMINISTIC ? 0 : 1);
+        cfg.mode = mode;
         cfg.seed = seed;
-        cfg.monitor_ms = 5; /* deterministic mode runs no monitor */
+        cfg.monitor_ms = 5;
         assert_int_equal(pc_runtime_create(&cfg, &rt), 0);
+        assert_int_equal(pc_runtime_workers(rt), 1);
+        before = count_threads();
+        assert_true(before >= 1);
         assert_int_equal(pc_runtime_run(rt, det_main, NULL), 0);
+        assert_int_equal(pc_stats_runtime(rt, &rs), 0);
+        if (mode == PC_MODE_DETERMINISTIC) {
+                /* The monitor would look at queue depths on a clock and
+                 * retarget spawns: not reproducible, so it never looked. */
+                assert_int_equal(rs.monitor_samples, 0);
+                assert_int_equal(rs.monitor_retargets, 0);
+        }
         pc_runtime_destroy(rt);
         *out = D;
+        return D.threads - before;
+}
+
+/* Deterministic mode starts no thread besides the caller's, even with the
+ * load monitor asked for; the same run in tpc mode starts the monitor's,
+ * so the count does see it. */
+static void test_deterministic_no_monitor(void **state)
+{
+        static struct det r;
+
+        (void)state;
+        assert_int_equal(det_run_mode(PC_MODE_DETERMINISTIC, 3, &r), 0);
+        assert_int_equal(det_run_mode(PC_MODE_TPC, 3, &r), 1);
+}
+
+static void det_run(uint64_t seed, struct det *out)
+{
+        det_run_mode(PC_MODE_DETERMINISTIC, seed, out);
 }
 
 static void test_deterministic_order(void **state)
@@ -497,6 +549,7 @@ int main(void)
                 cmocka_unit_test(test_monitor_retargets_future_spawns),
                 cmocka_unit_test(test_custom_policy),
                 cmocka_unit_test(test_deterministic_order),
+                cmocka_unit_test(test_deterministic_no_monitor),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

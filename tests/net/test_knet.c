@@ -2,7 +2,8 @@
 /*
  * The kernel backend on loopback: an echo server on percore (parking
  * workers, so I/O completions must wake them through the ring's eventfd)
- * and clients on plain sockets in a thread of the test.
+ * and clients on plain sockets in a thread of the test. Only the test's
+ * own thread asserts: client threads and server callbacks CHECK().
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -11,6 +12,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
@@ -23,6 +25,48 @@
 
 #include "pc_test.h"
 #include "pc_knet.h"
+
+/* ---- checks off the test's thread -------------------------------------------- */
+
+/*
+ * A cmocka assert longjmps to the test's own thread: from a client thread
+ * or a worker's callback it would jump across stacks. Those call CHECK(),
+ * which counts a failure and keeps the first one's text; the test's thread
+ * asserts there was none once the run that started them has ended and the
+ * client is joined (srv_run, checks_pass).
+ */
+static struct {
+        _Atomic unsigned failed;
+        char first[200]; /* written by the failure that made failed 1 */
+} offthread;
+
+#define CHECK(cond) check_at((cond), #cond, __LINE__)
+
+static bool check_at(bool ok, const char *what, int line)
+{
+        int err = errno;
+
+        if (!ok && atomic_fetch_add(&offthread.failed, 1) == 0)
+                snprintf(offthread.first, sizeof(offthread.first),
+                         "line %d: %s (errno then: %s)", line, what, strerror(err));
+        return ok;
+}
+
+/* The test's thread, after every thread that may CHECK() was joined. */
+static void checks_pass(void)
+{
+        unsigned n = atomic_load(&offthread.failed);
+
+        if (n)
+                fail_msg("%u check(s) failed off the test's thread, the first at %s", n,
+                         offthread.first);
+}
+
+static void checks_reset(void)
+{
+        atomic_store(&offthread.failed, 0);
+        offthread.first[0] = '\0';
+}
 
 /* ---- the server ------------------------------------------------------------ */
 
@@ -37,11 +81,14 @@ static void srv_accept(struct pc_conn *c, void *arg)
         struct conn_rec *r = malloc(sizeof(*r));
 
         (void)arg;
-        assert_non_null(r);
-        r->worker = pc_worker_id();
-        assert_int_equal((unsigned)r->worker, pc_conn_worker(c));
-        pc_conn_set_data(c, r);
         atomic_fetch_add(&opens, 1);
+        if (!CHECK(r != NULL)) {
+                pc_conn_close(c);
+                return;
+        }
+        r->worker = pc_worker_id();
+        CHECK((unsigned)r->worker == pc_conn_worker(c));
+        pc_conn_set_data(c, r);
 }
 
 static void srv_data(struct pc_conn *c, const void *data, size_t len, void *arg)
@@ -49,6 +96,8 @@ static void srv_data(struct pc_conn *c, const void *data, size_t len, void *arg)
         struct conn_rec *r = pc_conn_data(c);
 
         (void)arg;
+        if (r == NULL) /* on_accept failed a CHECK() and closed it */
+                return;
         if (r->worker != pc_worker_id())
                 atomic_fetch_add(&wrong_worker, 1);
         if (len && pc_conn_send(c, data, len) != 0)
@@ -109,20 +158,24 @@ static void *client_trampoline(void *arg)
         return r;
 }
 
-/* Run the server until @client returns; returns what it returned. */
-static void *srv_run(struct srv *s, void *(*client)(void *), void *arg)
+/* Run the server until @client returns, then assert that neither the
+ * client nor a server callback failed a CHECK(). */
+static void srv_run(struct srv *s, void *(*client)(void *), void *arg)
 {
         pthread_t t;
-        void *r;
+        int rc;
 
+        checks_reset();
         s->client = client;
         s->arg = arg;
         assert_int_equal(pthread_create(&t, NULL, client_trampoline, s), 0);
-        assert_int_equal(pc_runtime_run(s->rt, noop_main, NULL), 0);
-        pthread_join(t, &r);
-        return r;
+        rc = pc_runtime_run(s->rt, noop_main, NULL);
+        pthread_join(t, NULL);
+        assert_int_equal(rc, 0);
+        checks_pass();
 }
 
+/* The server's counters, on the test's thread. */
 static struct pc_knet_stats stats(struct pc_runtime *rt)
 {
         struct pc_knet_stats st;
@@ -131,12 +184,23 @@ static struct pc_knet_stats stats(struct pc_runtime *rt)
         return st;
 }
 
-/* Wait until @pred holds (polling the stats), up to 20 s. */
+/* The same from a client thread: a failure is a CHECK() (and all zeros). */
+static struct pc_knet_stats client_stats(struct pc_runtime *rt)
+{
+        struct pc_knet_stats st;
+
+        if (!CHECK(pc_knet_stats(rt, -1, &st) == 0))
+                memset(&st, 0, sizeof(st));
+        return st;
+}
+
+/* Wait until @pred holds (polling the stats), up to 20 s. Client threads:
+ * the caller CHECK()s the result. */
 static bool wait_for(struct pc_runtime *rt, bool (*pred)(const struct pc_knet_stats *, void *),
                      void *arg)
 {
         for (int i = 0; i < 20000; i++) {
-                struct pc_knet_stats st = stats(rt);
+                struct pc_knet_stats st = client_stats(rt);
                 if (pred(&st, arg))
                         return true;
                 usleep(1000);
@@ -146,15 +210,21 @@ static bool wait_for(struct pc_runtime *rt, bool (*pred)(const struct pc_knet_st
 
 /* ---- client helpers -------------------------------------------------------- */
 
+/* A connected (or, @nonblock, connecting) socket, or -1 after a failed
+ * CHECK(). */
 static int tcp_client(uint16_t port, bool nonblock)
 {
         struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
         int fd = socket(AF_INET, SOCK_STREAM | (nonblock ? SOCK_NONBLOCK : 0), 0);
 
-        assert_true(fd >= 0);
+        if (!CHECK(fd >= 0))
+                return -1;
         sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) && errno != EINPROGRESS)
-                fail_msg("connect: %s", strerror(errno));
+        if (!CHECK(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 ||
+                   errno == EINPROGRESS)) {
+                close(fd);
+                return -1;
+        }
         return fd;
 }
 
@@ -260,21 +330,27 @@ static void *many_client(void *arg)
         struct many *m = arg;
         int ep = epoll_create1(0);
         static uint8_t buf[65536];
-        unsigned seed = 1;
+        unsigned seed = 1, opened = 0;
 
-        assert_true(ep >= 0);
+        if (!CHECK(ep >= 0))
+                return NULL;
         for (unsigned k = 0; k < m->n; k++) {
                 struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT, .data.u32 = k};
                 m->c[k].fd = tcp_client(m->port, true);
+                if (m->c[k].fd < 0)
+                        goto out;
+                opened++;
                 /* Every 100th is large (1.5 MB), the rest 1..4 KB. */
                 m->c[k].len = k % 100 == 0 ? (3u << 19) : 1 + (k * 977u) % 4096;
-                assert_int_equal(epoll_ctl(ep, EPOLL_CTL_ADD, m->c[k].fd, &ev), 0);
+                if (!CHECK(epoll_ctl(ep, EPOLL_CTL_ADD, m->c[k].fd, &ev) == 0))
+                        goto out;
         }
         while (m->done < m->n) {
                 struct epoll_event evs[256];
                 int n = epoll_wait(ep, evs, 256, 20000);
 
-                assert_true(n > 0);
+                if (!CHECK(n > 0))
+                        goto out;
                 for (int i = 0; i < n; i++) {
                         unsigned k = evs[i].data.u32;
                         struct mc *c = &m->c[k];
@@ -317,6 +393,10 @@ static void *many_client(void *arg)
                         }
                 }
         }
+out:
+        for (unsigned k = 0; k < opened; k++)
+                if (!m->c[k].eof)
+                        close(m->c[k].fd);
         close(ep);
         return NULL;
 }
@@ -398,6 +478,8 @@ static void *slow_client(void *arg)
         static uint8_t buf[65536];
         int stalled_ms = 0;
 
+        if (fd < 0)
+                return NULL;
         while (sl->sent < total && stalled_ms < 300) {
                 size_t want = total - sl->sent < sizeof(buf) ? total - sl->sent : sizeof(buf);
                 ssize_t w;
@@ -415,9 +497,9 @@ static void *slow_client(void *arg)
                 }
         }
         /* The peer never read: we stalled long before 32 MB. */
-        assert_true(sl->sent < total);
-        assert_true(wait_for(sl->s->rt, backpressured, NULL));
-        sl->at_stall = stats(sl->s->rt);
+        CHECK(sl->sent < total);
+        CHECK(wait_for(sl->s->rt, backpressured, NULL));
+        sl->at_stall = client_stats(sl->s->rt);
         /* Now drain: every byte comes back in order. */
         shutdown(fd, SHUT_WR);
         for (;;) {
@@ -489,7 +571,13 @@ static void echo_once(uint16_t port, const char *msg, bool *ok)
         char buf[64];
         size_t len = strlen(msg), got = 0;
 
-        assert_int_equal(send(fd, msg, len, MSG_NOSIGNAL), (ssize_t)len);
+        *ok = false;
+        if (fd < 0)
+                return;
+        if (!CHECK(send(fd, msg, len, MSG_NOSIGNAL) == (ssize_t)len)) {
+                close(fd);
+                return;
+        }
         while (got < len) {
                 ssize_t r = recv(fd, buf + got, sizeof(buf) - got, 0);
                 if (r <= 0)
@@ -510,13 +598,19 @@ static void *reset_client(void *arg)
         for (unsigned k = 0; k < rs->n; k++) {
                 int fd = tcp_client(rs->s->port, false);
                 char b[4];
-                assert_int_equal(send(fd, "ping", 4, MSG_NOSIGNAL), 4);
-                assert_int_equal(recv(fd, b, 4, MSG_WAITALL), 4);
+                bool ok;
+
+                if (fd < 0)
+                        return NULL;
+                ok = CHECK(send(fd, "ping", 4, MSG_NOSIGNAL) == 4) &&
+                     CHECK(recv(fd, b, 4, MSG_WAITALL) == 4);
                 setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
                 close(fd);
+                if (!ok)
+                        return NULL;
         }
-        assert_true(wait_for(rs->s->rt, n_resets, &rs->n));
-        echo_once(rs->s->port, "still alive", &rs->echoed_after);
+        if (CHECK(wait_for(rs->s->rt, n_resets, &rs->n)))
+                echo_once(rs->s->port, "still alive", &rs->echoed_after);
         return NULL;
 }
 
@@ -599,7 +693,7 @@ struct cli {
 static void cli_accept(struct pc_conn *c, void *arg)
 {
         (void)arg;
-        assert_int_equal(pc_conn_send(c, "hello", 5), 0);
+        CHECK(pc_conn_send(c, "hello", 5) == 0);
 }
 
 static void cli_data(struct pc_conn *c, const void *data, size_t len, void *arg)
@@ -632,8 +726,11 @@ static void cli_main(void *arg)
 {
         struct cli *k = arg;
 
-        assert_int_equal(pc_tcp_connect("127.0.0.1", k->port, &cli_cb, k, NULL), 0);
-        assert_int_equal(pc_tcp_connect("nonsense", k->port, &cli_cb, k, NULL), -EINVAL);
+        /* A task on a worker: CHECK(), so a failure cannot leave the run
+         * by a longjmp. Without the connection nothing would stop it. */
+        CHECK(pc_tcp_connect("nonsense", k->port, &cli_cb, k, NULL) == -EINVAL);
+        if (!CHECK(pc_tcp_connect("127.0.0.1", k->port, &cli_cb, k, NULL) == 0))
+                pc_runtime_stop(k->rt);
 }
 
 static void test_connect(void **state)
@@ -646,7 +743,9 @@ static void test_connect(void **state)
         k.rt = s.rt;
         k.port = s.port;
         assert_int_equal(pc_tcp_connect("127.0.0.1", s.port, &cli_cb, &k, NULL), -EPERM);
+        checks_reset();
         assert_int_equal(pc_runtime_run(s.rt, cli_main, &k), 0);
+        checks_pass();
         assert_true(k.closed);
         assert_int_equal(k.close_err, 0);
         assert_int_equal(k.n, 5);
@@ -660,8 +759,8 @@ static void udp_echo(struct pc_kudp *u, const struct pc_udp_peer *from, uint16_t
                      const void *data, size_t len, void *arg)
 {
         (void)arg;
-        assert_int_equal(dport, pc_kudp_port(u));
-        assert_int_equal(pc_kudp_send(u, from, dport, data, len), 0);
+        CHECK(dport == pc_kudp_port(u));
+        CHECK(pc_kudp_send(u, from, dport, data, len) == 0);
 }
 
 struct udpc {
@@ -687,8 +786,9 @@ static void *udp_client(void *arg)
                 ssize_t n;
                 for (size_t j = 0; j < len; j++)
                         b[j] = (char)pattern(k, j);
-                assert_int_equal(sendto(fd, b, len, 0, (struct sockaddr *)&sa, sizeof(sa)),
-                                 (ssize_t)len);
+                if (!CHECK(sendto(fd, b, len, 0, (struct sockaddr *)&sa, sizeof(sa)) ==
+                           (ssize_t)len))
+                        break;
                 uc->sent++;
                 n = recv(fd, r, sizeof(r), 0);
                 if (n == (ssize_t)len && memcmp(b, r, len) == 0)
@@ -723,8 +823,8 @@ static void test_udp_echo(void **state)
 static void ep_echo(struct pc_udp_ep *ep, const struct pc_udp_peer *from, const void *data,
                     size_t len, void *arg)
 {
-        assert_ptr_equal(arg, ep);
-        assert_int_equal(pc_udp_ep_send(ep, from, data, len), 0);
+        CHECK(arg == ep);
+        CHECK(pc_udp_ep_send(ep, from, data, len) == 0);
 }
 
 static void test_udp_endpoint(void **state)
@@ -804,7 +904,7 @@ static void prod_writable(struct pc_conn *c, void *arg)
 {
         (void)arg;
         prod.writable++;
-        assert_true(pc_conn_buffered(c) <= PROD_CAP / 2);
+        CHECK(pc_conn_buffered(c) <= PROD_CAP / 2);
         prod_pump(c);
 }
 
@@ -834,7 +934,9 @@ static void *prod_client(void *arg)
         int fd = tcp_client(pc->s->port, false);
         static uint8_t buf[65536];
 
-        assert_true(wait_for(pc->s->rt, refused_once, NULL));
+        if (fd < 0)
+                return NULL;
+        CHECK(wait_for(pc->s->rt, refused_once, NULL));
         usleep(50000);
         for (;;) {
                 ssize_t r = recv(fd, buf, sizeof(buf), 0);
@@ -919,7 +1021,7 @@ static void linger_accept(struct pc_conn *c, void *arg)
 
         lg.c = c;
         if (*on)
-                assert_int_equal(pc_conn_linger(c), 0);
+                CHECK(pc_conn_linger(c) == 0);
 }
 
 static void linger_data(struct pc_conn *c, const void *data, size_t len, void *arg)
@@ -933,7 +1035,7 @@ static void linger_data(struct pc_conn *c, const void *data, size_t len, void *a
                 }
                 return;
         }
-        assert_int_equal(pc_spawn(linger_reply, NULL), 0);
+        CHECK(pc_spawn(linger_reply, NULL) == 0);
 }
 
 static void linger_close(struct pc_conn *c, int err, void *arg)
@@ -969,13 +1071,17 @@ static void *linger_client(void *arg)
         int fd = tcp_client(lc->s->port, false);
         ssize_t r;
 
-        assert_int_equal(send(fd, "hello", 5, 0), 5);
-        assert_int_equal(shutdown(fd, SHUT_WR), 0);
         lc->n = 0;
+        if (fd < 0)
+                return NULL;
+        if (!CHECK(send(fd, "hello", 5, 0) == 5) || !CHECK(shutdown(fd, SHUT_WR) == 0)) {
+                close(fd);
+                return NULL;
+        }
         while ((r = recv(fd, lc->reply + lc->n, sizeof(lc->reply) - 1 - (size_t)lc->n, 0)) > 0)
                 lc->n += r;
         close(fd);
-        assert_true(wait_for(lc->s->rt, one_closed, NULL));
+        CHECK(wait_for(lc->s->rt, one_closed, NULL));
         return NULL;
 }
 
@@ -1080,15 +1186,19 @@ static void *fdx_client(void *arg)
 
         sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
         /* The handshake needs no descriptor; the server's accept does. */
-        assert_int_equal(connect(x->fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-        assert_int_equal(send(x->fd, "fd-ok", 5, MSG_NOSIGNAL), 5);
-        assert_true(wait_for(x->s->rt, accept_failed_twice, NULL));
-        assert_int_equal(pc_runtime_inject(x->s->rt, fdx_connect, x), 0);
+        if (!CHECK(connect(x->fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) ||
+            !CHECK(send(x->fd, "fd-ok", 5, MSG_NOSIGNAL) == 5) ||
+            !CHECK(wait_for(x->s->rt, accept_failed_twice, NULL)) ||
+            !CHECK(pc_runtime_inject(x->s->rt, fdx_connect, x) == 0)) {
+                setrlimit(RLIMIT_NOFILE, &x->saved);
+                close(x->fd);
+                return NULL;
+        }
         while (!atomic_load(&x->connect_done))
                 usleep(1000);
-        x->limited = stats(x->s->rt);
+        x->limited = client_stats(x->s->rt);
         x->echoed_while_limited = poll(&p, 1, 50) > 0;
-        assert_int_equal(setrlimit(RLIMIT_NOFILE, &x->saved), 0);
+        CHECK(setrlimit(RLIMIT_NOFILE, &x->saved) == 0);
         /* The listener retries on its own and the connection gets its echo. */
         while (got < 5) {
                 ssize_t r;
@@ -1102,7 +1212,7 @@ static void *fdx_client(void *arg)
         }
         x->echoed_after = got == 5 && memcmp(b, "fd-ok", 5) == 0;
         close(x->fd);
-        assert_true(wait_for(x->s->rt, no_conns, NULL));
+        CHECK(wait_for(x->s->rt, no_conns, NULL));
         return NULL;
 }
 
@@ -1202,7 +1312,7 @@ static void *twice_wait_closed(void *arg)
         struct twice *t = arg;
 
         twice_client(arg);
-        assert_true(wait_for(t->s->rt, no_conns, NULL));
+        CHECK(wait_for(t->s->rt, no_conns, NULL));
         return NULL;
 }
 
