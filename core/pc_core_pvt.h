@@ -354,6 +354,8 @@ void pc__timers_drop(struct pc_worker *w);
 
 /* log.c */
 void pc__log_set_level(enum pc_log_level level);
+/* Route numa/'s messages through pc_log(), so PERCORE_LOG applies to them. */
+void pc__log_hook_topo(void);
 
 /* stats.c */
 

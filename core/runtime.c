@@ -270,6 +270,7 @@ int pc_runtime_create(const struct pc_config *cfg, struct pc_runtime **out)
                 return -EINVAL;
         if (pc__self != NULL)
                 return -EPERM;
+        pc__log_hook_topo();
         rt = aligned_alloc(PC_CACHE_LINE, sizeof(*rt));
         if (rt == NULL)
                 return -ENOMEM;
