@@ -2,6 +2,7 @@
 /*
  * Logging and error text. A line is formatted into one buffer and written
  * with a single write(2), so lines from several threads never interleave.
+ * numa/, the layer below, logs through a hook the runtime points here.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -39,6 +40,16 @@ void pc_log(enum pc_log_level level, const char *fmt, ...)
         /* A short write to stderr is not worth retrying for a log line. */
         if (write(STDERR_FILENO, buf, (size_t)n) < 0)
                 return;
+}
+
+static void topo_log(enum pc_topo_log_level level, const char *msg)
+{
+        pc_log((enum pc_log_level)level, "%s", msg);
+}
+
+void pc__log_hook_topo(void)
+{
+        pc_topo_set_log(topo_log);
 }
 
 const char *pc_strerror(int err)

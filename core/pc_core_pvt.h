@@ -179,9 +179,11 @@ _Static_assert(offsetof(struct pc_worker, sleeping) - offsetof(struct pc_worker,
 struct pc_runtime;
 
 /*
- * How worker threads come to be. The default starts pthreads pinned to
- * each worker's CPU; a backend such as DPDK's replaces it so that worker i
- * is EAL lcore i. In both, the thread calling pc_runtime_run() is worker 0.
+ * How worker threads come to be. The runtime's own launcher starts pthreads
+ * pinned to each worker's CPU; a module may claim the launch with one of
+ * its own (pc__module.launcher), as DPDK's does so that worker i is EAL
+ * lcore i. In both, the thread calling pc_runtime_run() is worker 0. The
+ * callbacks find their context in rt->launcher_ctx.
  */
 struct pc__launcher {
         const char *name;
@@ -198,9 +200,9 @@ struct pc__launcher {
 };
 
 /*
- * A module that keeps per-worker state (shard/ now, net/ later) hooks into
- * the runtime's lifecycle. Added before pc_runtime_run(), from the thread
- * that owns the runtime; the runtime keeps the pointer until destroy.
+ * A module that keeps per-worker state (shard/, the network backends) hooks
+ * into the runtime's lifecycle. Added before pc_runtime_run(), from the
+ * thread that owns the runtime; the runtime keeps the pointer until destroy.
  */
 struct pc__module {
         struct pc__module *next;
@@ -216,6 +218,33 @@ struct pc__module {
         /* Called by pc_runtime_destroy() before the workers are freed. May be
          * NULL. The module may free @m itself here. */
         void (*destroy)(struct pc_runtime *rt, void *arg);
+        /* NULL, or how the workers' threads start: a module whose own
+         * threads must run the workers (DPDK's lcores, started with
+         * rte_eal_remote_launch) claims the launch with this, @arg becoming
+         * rt->launcher_ctx. Its fini() runs after every module's destroy(),
+         * and must not free @m before then. One module per runtime, and
+         * only while a backend attaches in pc_runtime_create(); when none
+         * claims it, the runtime starts pinned pthreads itself. */
+        const struct pc__launcher *launcher;
+};
+
+/*
+ * A backend that a runtime may ask for as it is created (DPDK, when
+ * PERCORE_EAL_ARGS is set), where a service cannot call it first because
+ * the backend decides how the workers start. It registers once per process
+ * from a constructor, the way DPDK's drivers do (so a static link of the
+ * library needs --whole-archive, as DPDK's own does).
+ */
+struct pc__backend {
+        const char *name;
+        struct pc__backend *next; /* the registry's */
+        /* Offered every runtime in pc_runtime_create(), once the workers'
+         * CPUs are chosen and before their state is allocated. Returns 1
+         * after attaching (pc__module_add(), maybe claiming the launch), 0
+         * when @rt's configuration does not ask for this backend, or -errno
+         * with the reason in @err. On error, destroy still runs what was
+         * added. */
+        int (*attach)(struct pc_runtime *rt, char *err, size_t errlen);
 };
 
 /* An agent: tasks sharing placement. target < 0 until the first spawn. */
@@ -308,15 +337,6 @@ static inline void pc__count_recv(struct pc_worker *w, uint64_t n)
  * loop). */
 void pc__worker_main(struct pc_worker *w);
 
-#ifdef PC_HAVE_DPDK
-/*
- * net/dpdk/eal.c: start DPDK's EAL for @rt (its workers' CPUs are chosen),
- * worker i = lcore i, and install the DPDK launcher. 0 or -errno with the
- * reason in @err.
- */
-int pc__dpdk_attach(struct pc_runtime *rt, char *err, size_t errlen);
-#endif
-
 /* worker.c */
 void pc__worker_loop(struct pc_worker *w);
 void pc__wake(struct pc_worker *w);
@@ -324,7 +344,11 @@ int pc__worker_init(struct pc_worker *w, struct pc_runtime *rt, unsigned id, uns
 void pc__worker_fini(struct pc_worker *w);
 
 /* runtime.c */
-void pc__module_add(struct pc_runtime *rt, struct pc__module *m);
+/* Append @m to @rt's modules. 0, or -EBUSY when @m claims the launch and
+ * another module has, or the runtime's create already chose pthreads. */
+int pc__module_add(struct pc_runtime *rt, struct pc__module *m);
+/* Add @b to the process's backends; from a constructor, before main(). */
+void pc__backend_register(struct pc__backend *b);
 
 /* place.c */
 int pc__monitor_start(struct pc_runtime *rt);
@@ -359,6 +383,8 @@ void pc__timers_drop(struct pc_worker *w);
 
 /* log.c */
 void pc__log_set_level(enum pc_log_level level);
+/* Route numa/'s messages through pc_log(), so PERCORE_LOG applies to them. */
+void pc__log_hook_topo(void);
 
 /* stats.c */
 

@@ -18,14 +18,17 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* The layer below: topology, placement, CPU lists (numa/). */
+#include "pc_topo.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 /** Most workers one runtime runs (DPDK's RTE_MAX_LCORE). */
-#define PC_MAX_WORKERS 128
+#define PC_MAX_WORKERS PC_TOPO_MAX_WORKERS
 /** Highest CPU number + 1 that CPU lists and topologies accept. */
-#define PC_MAX_CPUS 1024
+#define PC_MAX_CPUS PC_TOPO_MAX_CPUS
 
 /* ------------------------------------------------------------------------ */
 /* Configuration                                                            */
@@ -45,12 +48,6 @@ enum pc_idle {
         PC_IDLE_ADAPTIVE, /**< spin idle_spin_us, then sleep (default) */
 };
 
-/** How workers pick CPUs among the usable ones. */
-enum pc_placement {
-        PC_PLACE_COMPACT, /**< fill a node, then the next (default) */
-        PC_PLACE_SPREAD,  /**< round-robin across nodes */
-};
-
 /** How an elastic thief orders its victims. */
 enum pc_steal_tiers {
         PC_TIERS_NUMA, /**< nearest first: cache, node, socket, remote */
@@ -63,12 +60,12 @@ enum pc_topology_src {
         PC_TOPO_HWLOC,
 };
 
-/** Log levels, most severe first. */
+/** Log levels, most severe first (numa/'s messages use the same values). */
 enum pc_log_level {
-        PC_LOG_ERROR,
-        PC_LOG_WARN,
-        PC_LOG_INFO,
-        PC_LOG_DEBUG,
+        PC_LOG_ERROR = PC_TOPO_LOG_ERROR,
+        PC_LOG_WARN = PC_TOPO_LOG_WARN,
+        PC_LOG_INFO = PC_TOPO_LOG_INFO,
+        PC_LOG_DEBUG = PC_TOPO_LOG_DEBUG,
 };
 
 /**
@@ -81,7 +78,7 @@ struct pc_config {
         enum pc_mode mode;               /**< PERCORE_MODE */
         unsigned workers;                /**< PERCORE_WORKERS; 0 = one per usable CPU */
         const char *cpus;                /**< PERCORE_CPUS list "0-3,8"; NULL = affinity */
-        enum pc_placement placement;     /**< PERCORE_PLACEMENT */
+        enum pc_placement placement;     /**< PERCORE_PLACEMENT (pc_topo.h) */
         bool pin;                        /**< PERCORE_PIN */
         unsigned steal_batch;            /**< PERCORE_STEAL_BATCH, 1..1024 */
         enum pc_steal_tiers steal_tiers; /**< PERCORE_STEAL_TIERS */
@@ -133,15 +130,7 @@ int pc_config_format(const struct pc_config *cfg, char *buf, size_t len);
 /** Name of a mode ("tpc", "elastic", "deterministic"). */
 const char *pc_mode_name(enum pc_mode mode);
 
-/**
- * Parse a CPU list such as "0-3,8,10-11" into @set, an array of @nbits
- * bits (bit i = CPU i). Whitespace around the list and a trailing newline
- * are accepted; anything else that is not a number, ',' or a rising 'a-b'
- * range is an error, never a guess.
- * Returns the number of CPUs in the list, -EINVAL for malformed text or an
- * empty list, -ERANGE for a CPU >= @nbits. Any thread.
- */
-int pc_cpulist_parse(const char *text, uint64_t *set, unsigned nbits);
+/* pc_cpulist_parse(), which reads PERCORE_CPUS, is numa/'s (pc_topo.h). */
 
 /* ------------------------------------------------------------------------ */
 /* Errors and logging                                                       */
@@ -559,6 +548,5 @@ int pc_runtime_worker_node(const struct pc_runtime *rt, unsigned w);
 
 /* The other modules' public headers: one include for a user. */
 #include "pc_shard.h"
-#include "pc_topo.h"
 
 #endif /* PERCORE_H */

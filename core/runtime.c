@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The runtime's lifecycle: create (configuration, CPU choice, worker
- * state), run (worker threads pinned to their CPUs, the caller becoming
- * worker 0), stop (async-signal-safe), destroy.
+ * The runtime's lifecycle: create (configuration, CPU choice, the backends
+ * that attach at create, worker state), run (worker threads pinned to their
+ * CPUs, the caller becoming worker 0), stop (async-signal-safe), destroy.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -260,6 +260,44 @@ static const struct pc__launcher pthread_launcher = {
         .fini = pthread_fini,
 };
 
+/* ---- backends that attach at create ------------------------------------ */
+
+/* Written by constructors before main(), read-only afterwards. */
+static struct pc__backend *backends;
+
+void pc__backend_register(struct pc__backend *b)
+{
+        struct pc__backend **pp = &backends;
+
+        while (*pp)
+                pp = &(*pp)->next;
+        b->next = NULL;
+        *pp = b;
+}
+
+/*
+ * Offer @rt to each registered backend. EAL arguments are meant for a
+ * backend that starts the workers itself (DPDK): when none took them, that
+ * is an error, not a silent pthread run.
+ */
+static int attach_backends(struct pc_runtime *rt, char *err, size_t errlen)
+{
+        bool attached = false;
+
+        for (struct pc__backend *b = backends; b; b = b->next) {
+                int rc = b->attach(rt, err, errlen);
+                if (rc < 0)
+                        return rc;
+                attached |= rc > 0;
+        }
+        if (rt->cfg.eal_args && rt->cfg.eal_args[0] && !attached) {
+                snprintf(err, errlen,
+                         "PERCORE_EAL_ARGS is set but percore was built without DPDK");
+                return -ENOTSUP;
+        }
+        return 0;
+}
+
 int pc_runtime_create(const struct pc_config *cfg, struct pc_runtime **out)
 {
         struct pc_runtime *rt;
@@ -270,6 +308,7 @@ int pc_runtime_create(const struct pc_config *cfg, struct pc_runtime **out)
                 return -EINVAL;
         if (pc__self != NULL)
                 return -EPERM;
+        pc__log_hook_topo();
         rt = aligned_alloc(PC_CACHE_LINE, sizeof(*rt));
         if (rt == NULL)
                 return -ENOMEM;
@@ -318,21 +357,12 @@ int pc_runtime_create(const struct pc_config *cfg, struct pc_runtime **out)
                 rc = -ENOMEM;
                 goto fail;
         }
-        if (rt->cfg.eal_args && rt->cfg.eal_args[0]) {
-                /* PERCORE_EAL_ARGS (or cfg.eal_args) asks for DPDK: the EAL
-                 * then owns the worker threads (worker i = lcore i). */
-#ifdef PC_HAVE_DPDK
-                rc = pc__dpdk_attach(rt, err, sizeof(err));
-#else
-                snprintf(err, sizeof(err),
-                         "PERCORE_EAL_ARGS is set but percore was built without DPDK");
-                rc = -ENOTSUP;
-#endif
-                if (rc) {
-                        pc_log(PC_LOG_ERROR, "%s", err);
-                        goto fail;
-                }
-        } else {
+        rc = attach_backends(rt, err, sizeof(err));
+        if (rc) {
+                pc_log(PC_LOG_ERROR, "%s", err);
+                goto fail;
+        }
+        if (rt->launcher == NULL) {
                 rt->launcher = &pthread_launcher;
                 rt->launcher_ctx = calloc(1, sizeof(struct pthread_ctx));
                 if (rt->launcher_ctx == NULL) {
@@ -551,14 +581,21 @@ void pc_runtime_destroy(struct pc_runtime *rt)
         free(rt);
 }
 
-void pc__module_add(struct pc_runtime *rt, struct pc__module *m)
+int pc__module_add(struct pc_runtime *rt, struct pc__module *m)
 {
         struct pc__module **pp = &rt->modules;
 
+        if (m->launcher) {
+                if (rt->launcher)
+                        return -EBUSY;
+                rt->launcher = m->launcher;
+                rt->launcher_ctx = m->arg;
+        }
         while (*pp)
                 pp = &(*pp)->next;
         m->next = NULL;
         *pp = m;
+        return 0;
 }
 
 unsigned pc_runtime_workers(const struct pc_runtime *rt)

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <stdbool.h>
+#include <string.h>
 #include <sys/mman.h>
 
 #include "topo_pvt.h"
@@ -51,8 +52,8 @@ void *pc_numa_alloc(size_t size, int node)
                 mask[(unsigned)node / (8 * sizeof(unsigned long))] |=
                     1ul << ((unsigned)node % (8 * sizeof(unsigned long)));
                 if (mbind(p, size, MPOL_PREFERRED, mask, PC_TOPO_MAX_NODES + 1, 0) != 0)
-                        pc_log(PC_LOG_DEBUG, "numa: cannot prefer node %d: %s", node,
-                               pc_strerror(-errno));
+                        pc__topo_log(PC_TOPO_LOG_DEBUG, "numa: cannot prefer node %d: %s",
+                                     node, strerror(errno));
         }
 #else
         (void)node;

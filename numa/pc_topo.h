@@ -9,7 +9,12 @@
  *
  * A struct pc_topo is immutable once loaded, so any number of threads may
  * read it at once; it belongs to whoever loaded it, who frees it.
- * Functions that can fail return 0 or a negative errno.
+ * Functions that can fail return 0 or a negative errno (strerror(-rc) says
+ * what it means).
+ *
+ * numa/ sits below the runtime and knows nothing of it: this header stands
+ * alone, and the library builds and links without core/. The runtime uses
+ * it (percore.h includes it) and sends its messages to pc_log().
  */
 #ifndef PC_TOPO_H
 #define PC_TOPO_H
@@ -19,18 +24,64 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "percore.h"
-
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/** Words in a CPU bitmap of PC_MAX_CPUS bits (bit i = CPU i). */
-#define PC_CPUSET_WORDS (PC_MAX_CPUS / 64)
+/** Highest CPU number + 1 that CPU lists and topologies accept. */
+#define PC_TOPO_MAX_CPUS 1024
+/** Words in a CPU bitmap of PC_TOPO_MAX_CPUS bits (bit i = CPU i). */
+#define PC_CPUSET_WORDS (PC_TOPO_MAX_CPUS / 64)
+/** Most workers a placement or a steal order covers (DPDK's RTE_MAX_LCORE,
+ *  which the runtime's PC_MAX_WORKERS follows). */
+#define PC_TOPO_MAX_WORKERS 128
 /** Node ids a topology accepts are below this. */
 #define PC_TOPO_MAX_NODES 256
 /** Most tiers in a steal order; farther remote distances share the last. */
 #define PC_TOPO_MAX_TIERS 16
+
+/* ------------------------------------------------------------------------ */
+/* CPU lists and messages                                                   */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * Parse a CPU list such as "0-3,8,10-11" into @set, an array of @nbits
+ * bits (bit i = CPU i). Whitespace around the list and a trailing newline
+ * are accepted; anything else that is not a number, ',' or a rising 'a-b'
+ * range is an error, never a guess.
+ * Returns the number of CPUs in the list, -EINVAL for malformed text or an
+ * empty list, -ERANGE for a CPU >= @nbits. Any thread.
+ */
+int pc_cpulist_parse(const char *text, uint64_t *set, unsigned nbits);
+
+/**
+ * Write @set (@nbits bits) as a CPU list ("0-3,8") into @buf. Returns the
+ * length snprintf() would have written; "" for an empty set. Any thread.
+ */
+int pc_cpulist_format(const uint64_t *set, unsigned nbits, char *buf, size_t len);
+
+/** How severe a message of numa/ is, most severe first (the values of
+ *  percore.h's enum pc_log_level). */
+enum pc_topo_log_level {
+        PC_TOPO_LOG_ERROR,
+        PC_TOPO_LOG_WARN,
+        PC_TOPO_LOG_INFO,
+        PC_TOPO_LOG_DEBUG,
+};
+
+/** Receives one message of numa/: a line of text without its newline. */
+typedef void (*pc_topo_log_fn)(enum pc_topo_log_level level, const char *msg);
+
+/**
+ * Send numa/'s messages (a loader's error or flat-fallback warning, a node
+ * that memory cannot be bound to) to @fn. NULL restores the default, which
+ * writes errors, warnings and info to stderr as one "percore: LEVEL: text"
+ * line each and drops debug. pc_runtime_create() points it at pc_log(),
+ * which filters by the log level of the last runtime created. Cannot fail.
+ * Any thread; a message being written at that moment may still reach the
+ * previous hook.
+ */
+void pc_topo_set_log(pc_topo_log_fn fn);
 
 /* ------------------------------------------------------------------------ */
 /* The topology                                                             */
@@ -85,7 +136,7 @@ struct pc_topo {
 /**
  * Load the topology from a Linux sysfs tree: @root is the directory that
  * holds devices/system/{cpu,node} ("/sys", or a fixture's "sys"; NULL means
- * "/sys"). @allowed is a PC_MAX_CPUS-bit set of the CPUs the process may
+ * "/sys"). @allowed is a PC_TOPO_MAX_CPUS-bit set of the CPUs the process may
  * use (see pc_topo_affinity()); NULL makes every online CPU usable.
  *
  * What is read, and what happens when it is missing:
@@ -109,7 +160,7 @@ struct pc_topo {
  * package, each online CPU its own core, no L3.
  *
  * Returns 0 and sets *@out, or for cpu/online -ENOENT (missing), -EINVAL
- * (malformed), -ERANGE (a CPU >= PC_MAX_CPUS), another -errno (unreadable);
+ * (malformed), -ERANGE (a CPU >= PC_TOPO_MAX_CPUS), another -errno (unreadable);
  * -ENAMETOOLONG for a @root near PATH_MAX, -EINVAL for @out NULL, -ENOMEM.
  * Any thread; it only reads files.
  */
@@ -154,6 +205,12 @@ int pc_topo_distance(const struct pc_topo *t, int a, int b);
 /* Placement                                                                */
 /* ------------------------------------------------------------------------ */
 
+/** How workers pick CPUs among the usable ones. */
+enum pc_placement {
+        PC_PLACE_COMPACT, /**< fill a node, then the next (default) */
+        PC_PLACE_SPREAD,  /**< round-robin across nodes */
+};
+
 /**
  * Choose a CPU for each of @nworkers workers among the usable CPUs of @t,
  * into @cpus_out[0..nworkers-1]. Within a node, one worker per physical
@@ -169,7 +226,7 @@ int pc_topo_distance(const struct pc_topo *t, int a, int b);
  *
  * With more workers than usable CPUs: -EINVAL if @pin, else the order
  * wraps around (oversubscribed tests). Errors: -EINVAL (NULL, 0 or more
- * than PC_MAX_WORKERS workers, unknown placement), -ENODEV (no usable
+ * than PC_TOPO_MAX_WORKERS workers, unknown placement), -ENODEV (no usable
  * CPU). Any thread.
  */
 int pc_topo_place(const struct pc_topo *t, unsigned nworkers, enum pc_placement placement,
@@ -198,7 +255,7 @@ struct pc_steal_order {
         unsigned tier_start[PC_TOPO_MAX_TIERS + 1];
         uint8_t tier_kind[PC_TOPO_MAX_TIERS];     /**< enum pc_tier_kind */
         uint8_t tier_distance[PC_TOPO_MAX_TIERS]; /**< SLIT distance of the tier */
-        uint16_t victims[PC_MAX_WORKERS];
+        uint16_t victims[PC_TOPO_MAX_WORKERS];
 };
 
 /**
@@ -211,7 +268,7 @@ struct pc_steal_order {
  * worker appears exactly once. Two workers on one CPU (unpinned,
  * oversubscribed) share a core: PC_TIER_CACHE.
  *
- * Errors: -EINVAL (NULL, @nworkers 0 or > PC_MAX_WORKERS, @w >= @nworkers,
+ * Errors: -EINVAL (NULL, @nworkers 0 or > PC_TOPO_MAX_WORKERS, @w >= @nworkers,
  * a worker CPU that is not online in @t). Any thread.
  */
 int pc_topo_steal_tiers(const struct pc_topo *t, const int *worker_cpus,
@@ -240,12 +297,6 @@ int pc_topo_format(const struct pc_topo *t, FILE *f, bool json);
  */
 int pc_topo_format_workers(const struct pc_topo *t, const int *worker_cpus,
                            unsigned nworkers, FILE *f, bool json);
-
-/**
- * Write @set (@nbits bits) as a CPU list ("0-3,8") into @buf. Returns the
- * length snprintf() would have written; "" for an empty set. Any thread.
- */
-int pc_cpulist_format(const uint64_t *set, unsigned nbits, char *buf, size_t len);
 
 /* ------------------------------------------------------------------------ */
 /* Node-local memory                                                        */

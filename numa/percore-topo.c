@@ -109,7 +109,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
                                 char *end;
                                 unsigned long n = strtoul(v, &end, 10);
                                 if (v[0] < '0' || v[0] > '9' || *end || n < 1 ||
-                                    n > PC_MAX_WORKERS)
+                                    n > PC_TOPO_MAX_WORKERS)
                                         return bad_usage(
                                             "--workers '%s': expected 1 to 128", v);
                                 o->workers = (unsigned)n;
@@ -125,7 +125,7 @@ int main(int argc, char **argv)
 {
         uint64_t allowed[PC_CPUSET_WORDS];
         const uint64_t *allowp = NULL;
-        int cpus[PC_MAX_WORKERS];
+        int cpus[PC_TOPO_MAX_WORKERS];
         struct pc_topo *t = NULL;
         struct opts o = {0};
         bool this_machine;
@@ -138,7 +138,7 @@ int main(int argc, char **argv)
         this_machine = o.hwloc ? o.hwloc_src == NULL && getenv("HWLOC_FSROOT") == NULL
                                : strcmp(o.root, "/sys") == 0;
         if (o.cpus) {
-                if (pc_cpulist_parse(o.cpus, allowed, PC_MAX_CPUS) < 0)
+                if (pc_cpulist_parse(o.cpus, allowed, PC_TOPO_MAX_CPUS) < 0)
                         return bad_usage("--cpus '%s' is not a CPU list like 0-3,8",
                                          o.cpus);
                 allowp = allowed;
@@ -151,11 +151,12 @@ int main(int argc, char **argv)
         if (rc) {
                 fprintf(stderr, "percore-topo: cannot load the topology from %s: %s\n",
                         o.hwloc ? (o.hwloc_src ? o.hwloc_src : "hwloc") : o.root,
-                        pc_strerror(rc));
+                        strerror(-rc));
                 return 1;
         }
         if (o.workers == 0)
-                o.workers = t->nusable < PC_MAX_WORKERS ? t->nusable : PC_MAX_WORKERS;
+                o.workers =
+                    t->nusable < PC_TOPO_MAX_WORKERS ? t->nusable : PC_TOPO_MAX_WORKERS;
         if (o.workers == 0) {
                 fprintf(stderr, "percore-topo: no usable CPU\n");
                 pc_topo_free(t);
@@ -165,7 +166,7 @@ int main(int argc, char **argv)
         if (rc) {
                 fprintf(stderr,
                         "percore-topo: cannot place %u workers on %u usable CPUs: %s%s\n",
-                        o.workers, t->nusable, pc_strerror(rc),
+                        o.workers, t->nusable, strerror(-rc),
                         rc == -EINVAL && o.pin
                             ? " (--no-pin allows more workers than CPUs)"
                             : "");

@@ -113,7 +113,8 @@ int pc_topo_place(const struct pc_topo *t, unsigned nworkers, enum pc_placement 
         struct slot *s;
         unsigned n = 0;
 
-        if (t == NULL || cpus_out == NULL || nworkers == 0 || nworkers > PC_MAX_WORKERS ||
+        if (t == NULL || cpus_out == NULL || nworkers == 0 ||
+            nworkers > PC_TOPO_MAX_WORKERS ||
             (placement != PC_PLACE_COMPACT && placement != PC_PLACE_SPREAD))
                 return -EINVAL;
         if (t->nusable == 0)
@@ -201,11 +202,11 @@ static int tier_key(const struct pc_topo *t, const struct pc_topo_cpu *me,
 int pc_topo_steal_tiers(const struct pc_topo *t, const int *worker_cpus,
                         unsigned nworkers, unsigned w, struct pc_steal_order *out)
 {
-        int keys[PC_MAX_WORKERS], distinct[PC_MAX_WORKERS];
+        int keys[PC_TOPO_MAX_WORKERS], distinct[PC_TOPO_MAX_WORKERS];
         unsigned ndistinct = 0, n = 0;
 
         if (t == NULL || worker_cpus == NULL || out == NULL || nworkers == 0 ||
-            nworkers > PC_MAX_WORKERS || w >= nworkers)
+            nworkers > PC_TOPO_MAX_WORKERS || w >= nworkers)
                 return -EINVAL;
         for (unsigned v = 0; v < nworkers; v++)
                 if (!cpu_known(t, worker_cpus[v]))

@@ -97,7 +97,7 @@ static int densify(struct pc_topo *t, size_t off, bool rank)
 
 int pc__topo_finish(struct pc_topo *t, const uint64_t *allowed)
 {
-        int n, pkgs[PC_MAX_CPUS];
+        int n, pkgs[PC_TOPO_MAX_CPUS];
         unsigned npkgs = 0;
 
         n = densify(t, offsetof(struct pc_topo_cpu, core), true);
@@ -143,7 +143,7 @@ int pc__topo_finish(struct pc_topo *t, const uint64_t *allowed)
 int pc__topo_flat(const uint64_t *online, const uint64_t *allowed, const char *source,
                   struct pc_topo **out)
 {
-        int last = pc__set_last(online, PC_MAX_CPUS);
+        int last = pc__set_last(online, PC_TOPO_MAX_CPUS);
         struct pc_topo *t;
         int rc;
 
@@ -179,12 +179,12 @@ int pc__topo_flat(const uint64_t *online, const uint64_t *allowed, const char *s
 int pc_topo_affinity(uint64_t *set)
 {
         cpu_set_t *cs;
-        size_t sz = CPU_ALLOC_SIZE(PC_MAX_CPUS);
+        size_t sz = CPU_ALLOC_SIZE(PC_TOPO_MAX_CPUS);
         int n = 0;
 
         if (set == NULL)
                 return -EINVAL;
-        cs = CPU_ALLOC(PC_MAX_CPUS);
+        cs = CPU_ALLOC(PC_TOPO_MAX_CPUS);
         if (cs == NULL)
                 return -ENOMEM;
         if (sched_getaffinity(0, sz, cs) != 0) {
@@ -193,7 +193,7 @@ int pc_topo_affinity(uint64_t *set)
                 return -err;
         }
         memset(set, 0, PC_CPUSET_WORDS * sizeof(uint64_t));
-        for (unsigned c = 0; c < PC_MAX_CPUS; c++) {
+        for (unsigned c = 0; c < PC_TOPO_MAX_CPUS; c++) {
                 if (CPU_ISSET_S(c, sz, cs)) {
                         pc__bit_set(set, c);
                         n++;
@@ -227,32 +227,4 @@ int pc_topo_distance(const struct pc_topo *t, int a, int b)
         if (ia < 0 || ib < 0)
                 return -EINVAL;
         return t->distance[(unsigned)ia * t->nnodes + (unsigned)ib];
-}
-
-int pc_cpulist_format(const uint64_t *set, unsigned nbits, char *buf, size_t len)
-{
-        size_t off = 0;
-        int total = 0;
-
-        if (len)
-                buf[0] = '\0';
-        for (unsigned c = 0; c < nbits; c++) {
-                unsigned e = c;
-                int n;
-
-                if (!pc__bit(set, c))
-                        continue;
-                while (e + 1 < nbits && pc__bit(set, e + 1))
-                        e++;
-                if (e == c)
-                        n = snprintf(buf + off, off < len ? len - off : 0, "%s%u",
-                                     total ? "," : "", c);
-                else
-                        n = snprintf(buf + off, off < len ? len - off : 0, "%s%u-%u",
-                                     total ? "," : "", c, e);
-                total += n;
-                off = off + (size_t)n < len ? off + (size_t)n : len;
-                c = e;
-        }
-        return total;
 }

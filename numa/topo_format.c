@@ -8,7 +8,7 @@
 
 #include "topo_pvt.h"
 
-/* A CPU list as long as the longest PC_MAX_CPUS-bit set can need. */
+/* A CPU list as long as the longest PC_TOPO_MAX_CPUS-bit set can need. */
 #define LIST_MAX 4096
 
 static const char *yes(bool b)
@@ -102,13 +102,13 @@ static void json_machine_fields(const struct pc_topo *t, FILE *f, char *list)
         }
         fprintf(f, "],\"nodes\":[");
         for (unsigned i = 0; i < nn; i++) {
-                pc_cpulist_format(t->node[i].cpus, PC_MAX_CPUS, list, LIST_MAX);
+                pc_cpulist_format(t->node[i].cpus, PC_TOPO_MAX_CPUS, list, LIST_MAX);
                 fprintf(f,
                         "%s{\"node\":%d,\"id\":%d,\"has_memory\":%s,\"cpulist\":\"%s\","
                         "\"cpus\":[",
                         i ? "," : "", t->node[i].id, t->node[i].id,
                         t->node[i].has_memory ? "true" : "false", list);
-                for (unsigned c = 0, n = 0; c < PC_MAX_CPUS; c++)
+                for (unsigned c = 0, n = 0; c < PC_TOPO_MAX_CPUS; c++)
                         if (t->node[i].cpus[c / 64] >> (c % 64) & 1)
                                 fprintf(f, "%s%u", n++ ? "," : "", c);
                 fprintf(f, "],\"distance\":[");
@@ -156,7 +156,7 @@ static void format_table(const struct pc_topo *t, FILE *f, char *list)
 
         fprintf(f, "\n%5s %6s  %s\n", "node", "memory", "cpus");
         for (unsigned i = 0; i < nn; i++) {
-                pc_cpulist_format(t->node[i].cpus, PC_MAX_CPUS, list, LIST_MAX);
+                pc_cpulist_format(t->node[i].cpus, PC_TOPO_MAX_CPUS, list, LIST_MAX);
                 fprintf(f, "%5d %6s  %s\n", t->node[i].id, yes(t->node[i].has_memory),
                         list[0] ? list : "(none)");
         }

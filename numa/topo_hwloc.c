@@ -86,7 +86,7 @@ static int convert(hwloc_topology_t topo, const uint64_t *allowed, struct pc_top
         nn = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE);
         if (last < 0 || nn <= 0)
                 return -EINVAL;
-        if (last >= PC_MAX_CPUS || nn > PC_TOPO_MAX_NODES)
+        if (last >= PC_TOPO_MAX_CPUS || nn > PC_TOPO_MAX_NODES)
                 return -ERANGE;
         t = pc__topo_alloc((unsigned)last + 1, (unsigned)nn);
         if (t == NULL)
@@ -173,7 +173,7 @@ int pc_topo_load_hwloc(const char *source, const uint64_t *allowed, struct pc_to
         }
         if (rc != 0 || hwloc_topology_load(topo) != 0) {
                 rc = errno == ENOMEM ? -ENOMEM : -EINVAL;
-                pc_log(PC_LOG_ERROR, "topology: hwloc cannot load %s", src);
+                pc__topo_log(PC_TOPO_LOG_ERROR, "topology: hwloc cannot load %s", src);
                 hwloc_topology_destroy(topo);
                 return rc;
         }

@@ -21,6 +21,11 @@ static inline void pc__bit_set(uint64_t *set, unsigned i)
         set[i / 64] |= 1ull << (i % 64);
 }
 
+/* Format one message and hand it to the hook pc_topo_set_log() installed
+ * (or to stderr). Any thread. */
+void pc__topo_log(enum pc_topo_log_level level, const char *fmt, ...)
+        __attribute__((format(printf, 2, 3)));
+
 /* Highest set bit below @nbits, or -1 for an empty set. */
 int pc__set_last(const uint64_t *set, unsigned nbits);
 

@@ -22,7 +22,7 @@
 
 #include "topo_pvt.h"
 
-/* Long enough for a list of every CPU below PC_MAX_CPUS one by one, and
+/* Long enough for a list of every CPU below PC_TOPO_MAX_CPUS one by one, and
  * for a node's meminfo. */
 #define FILE_MAX 8192
 /* The kernel numbers caches index0..index<n>; hwloc looks at ten too. */
@@ -149,7 +149,7 @@ static int parse_int(struct sysfs *s, long lo, long hi, long *out)
  * only); returns its lowest CPU, the group's representative. */
 static int read_group(struct sysfs *s, unsigned cpu, uint64_t *set)
 {
-        int rc = parse_list(s, s->tmp, PC_MAX_CPUS);
+        int rc = parse_list(s, s->tmp, PC_TOPO_MAX_CPUS);
 
         if (rc < 0)
                 return rc;
@@ -157,7 +157,7 @@ static int read_group(struct sysfs *s, unsigned cpu, uint64_t *set)
                 return bad(s, "does not contain its own CPU", -EINVAL);
         for (unsigned w = 0; w < PC_CPUSET_WORDS; w++)
                 set[w] = s->tmp[w] & s->online[w];
-        for (unsigned c = 0; c < PC_MAX_CPUS; c++)
+        for (unsigned c = 0; c < PC_TOPO_MAX_CPUS; c++)
                 if (pc__bit(set, c))
                         return (int)c;
         return (int)cpu;
@@ -254,7 +254,7 @@ static bool groups_consistent(const struct sysfs *s, unsigned ncpus,
                               const uint64_t (*sets)[PC_CPUSET_WORDS])
 {
         for (unsigned c = 0; c < ncpus; c++) {
-                if (!pc__bit(s->online, c) || pc__set_last(sets[c], PC_MAX_CPUS) < 0)
+                if (!pc__bit(s->online, c) || pc__set_last(sets[c], PC_TOPO_MAX_CPUS) < 0)
                         continue;
                 for (unsigned m = 0; m < ncpus; m++)
                         if (pc__bit(sets[c], m) &&
@@ -370,7 +370,7 @@ static int load_nodes(struct sysfs *s, struct pc_topo **tp)
                 nd = &n->node[i];
                 nd->id = (int)id;
                 rc = read_required(s, readf(s, "devices/system/node/node%u/cpulist", id));
-                if (rc || (rc = parse_list(s, s->tmp, PC_MAX_CPUS)) < 0)
+                if (rc || (rc = parse_list(s, s->tmp, PC_TOPO_MAX_CPUS)) < 0)
                         return rc;
                 for (unsigned c = 0; c < n->ncpus; c++) {
                         if (!pc__bit(s->tmp, c) || !n->cpu[c].online)
@@ -405,7 +405,7 @@ static int load_nodes(struct sysfs *s, struct pc_topo **tp)
 
 static int load_detail(struct sysfs *s, const uint64_t *allowed, struct pc_topo **out)
 {
-        int last = pc__set_last(s->online, PC_MAX_CPUS);
+        int last = pc__set_last(s->online, PC_TOPO_MAX_CPUS);
         struct pc_topo *t;
         int rc;
 
@@ -415,10 +415,10 @@ static int load_detail(struct sysfs *s, const uint64_t *allowed, struct pc_topo 
         if (rc != -ENOENT) {
                 uint64_t possible[PC_CPUSET_WORDS];
                 if ((rc = read_required(s, rc)) ||
-                    (rc = parse_list(s, possible, PC_MAX_CPUS)) < 0)
+                    (rc = parse_list(s, possible, PC_TOPO_MAX_CPUS)) < 0)
                         return rc;
-                if (pc__set_last(possible, PC_MAX_CPUS) > last)
-                        last = pc__set_last(possible, PC_MAX_CPUS);
+                if (pc__set_last(possible, PC_TOPO_MAX_CPUS) > last)
+                        last = pc__set_last(possible, PC_TOPO_MAX_CPUS);
         }
         t = pc__topo_alloc((unsigned)last + 1, 0);
         s->coreset = calloc(t ? t->ncpus : 1, sizeof(*s->coreset));
@@ -484,18 +484,19 @@ int pc_topo_load(const char *root, const uint64_t *allowed, struct pc_topo **out
 
         rc = readf(s, "devices/system/cpu/online");
         if (rc >= 0)
-                rc = pc_cpulist_parse(s->buf, s->online, PC_MAX_CPUS);
+                rc = pc_cpulist_parse(s->buf, s->online, PC_TOPO_MAX_CPUS);
         if (rc < 0) {
-                pc_log(PC_LOG_ERROR, "topology: cannot use %s: %s", s->path,
-                       pc_strerror(rc));
+                pc__topo_log(PC_TOPO_LOG_ERROR, "topology: cannot use %s: %s", s->path,
+                             strerror(-rc));
                 free(s);
                 return rc == -EFBIG ? -EINVAL : rc;
         }
 
         rc = load_detail(s, allowed, out);
         if (rc != 0 && rc != -ENOMEM) {
-                pc_log(PC_LOG_WARN, "topology: %s %s (%s); using a flat topology",
-                       s->path, s->why ? s->why : "cannot be used", pc_strerror(rc));
+                pc__topo_log(PC_TOPO_LOG_WARN,
+                             "topology: %s %s (%s); using a flat topology", s->path,
+                             s->why ? s->why : "cannot be used", strerror(-rc));
                 snprintf(src, sizeof(src), "sysfs:%s", s->root);
                 rc = pc__topo_flat(s->online, allowed, src, out);
         }

@@ -75,6 +75,7 @@ struct pc_dpdk {
         struct rte_mempool *pools[RTE_MAX_NUMA_NODES + 1]; /* last: SOCKET_ID_ANY */
         struct pc_port *ports[PC_MAX_PORTS];
         unsigned nports;
+        struct pc__module eal_module; /* claims the launch: lcores run workers */
         bool hooked;
         struct pc__module module; /* worker start: register RX pollers */
         bool flusher[PC_MAX_WORKERS]; /* worker registered its flush poller */

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The EAL and the lcore map. pc_runtime_create() calls pc__dpdk_attach()
- * when PERCORE_EAL_ARGS is set: we build the EAL arguments from the
- * workers' CPUs (worker i = lcore i, worker 0 = the main lcore), add the
- * user's arguments split like a shell would, start the EAL, and install a
- * launcher that starts workers 1..N-1 with rte_eal_remote_launch().
+ * The EAL and the lcore map. This file registers the DPDK backend, which
+ * pc_runtime_create() offers every runtime; it attaches when
+ * PERCORE_EAL_ARGS is set: we build the EAL arguments from the workers'
+ * CPUs (worker i = lcore i, worker 0 = the main lcore), add the user's
+ * arguments split like a shell would, start the EAL, and add a module that
+ * claims the workers' launch, starting workers 1..N-1 with
+ * rte_eal_remote_launch().
  *
  * The EAL starts once per process and cannot start again after
  * rte_eal_cleanup(): the first runtime on DPDK owns it until destroy, and
@@ -18,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <rte_common.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_lcore.h>
@@ -266,7 +269,9 @@ static int check_lcores(struct pc_runtime *rt, char *err, size_t errlen)
         return 0;
 }
 
-int pc__dpdk_attach(struct pc_runtime *rt, char *err, size_t errlen)
+/* Start the EAL for @rt and claim its launch: 1, or -errno with the reason
+ * in @err; 0 when @rt was not asked to run on DPDK. */
+static int dpdk_attach(struct pc_runtime *rt, char *err, size_t errlen)
 {
         char *argv[MAX_ARGS + 8], *copy[MAX_ARGS + 8];
         char *words = NULL, lcores[4096], cmdline[1024];
@@ -275,6 +280,14 @@ int pc__dpdk_attach(struct pc_runtime *rt, char *err, size_t errlen)
         int argc = 0, n, rc;
         size_t off = 0;
 
+        if (rt->cfg.eal_args == NULL || rt->cfg.eal_args[0] == '\0')
+                return 0;
+        /* Lcores must run the workers: refuse before spending the EAL,
+         * which starts once per process, if another backend does. */
+        if (rt->launcher) {
+                snprintf(err, errlen, "DPDK cannot start the workers: another backend does");
+                return -EBUSY;
+        }
         if (eal_state != EAL_NONE) {
                 snprintf(err, errlen,
                          "DPDK's EAL %s in this process; it starts once per process, so only "
@@ -347,15 +360,26 @@ int pc__dpdk_attach(struct pc_runtime *rt, char *err, size_t errlen)
         sched_setaffinity(0, sizeof(before), &before);
         free(words);
         d->rt = rt;
-        rt->launcher = &dpdk_launcher;
-        rt->launcher_ctx = d;
+        d->eal_module.arg = d;
+        d->eal_module.launcher = &dpdk_launcher;
+        pc__module_add(rt, &d->eal_module); /* 0: nobody claimed the launch */
         rc = check_lcores(rt, err, errlen);
         if (rc)
                 return rc; /* destroy's fini cleans the EAL up */
         pc__telemetry_register(rt);
-        return 0;
+        return 1;
 fail:
         free(words);
         free(d);
         return rc;
+}
+
+static struct pc__backend dpdk_backend = {
+        .name = "dpdk",
+        .attach = dpdk_attach,
+};
+
+RTE_INIT(dpdk_backend_register)
+{
+        pc__backend_register(&dpdk_backend);
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* Configuration: defaults, environment, validation, CPU lists. */
+/* Configuration: defaults, environment, validation, CPU lists, messages. */
 #include <errno.h>
 #include <sched.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "pc_test.h"
 
@@ -305,6 +306,59 @@ static void test_cpulist(void **state)
         assert_int_equal(pc_cpulist_parse(NULL, set, PC_MAX_CPUS), -EINVAL);
 }
 
+/* Run pc_topo_load(@root) with stderr going to @log. */
+static int topo_load_logged(const char *root, char *log, size_t len)
+{
+        struct pc_topo *t = NULL;
+        FILE *cap = tmpfile();
+        int saved, rc;
+        size_t n;
+
+        assert_non_null(cap);
+        fflush(stderr);
+        saved = dup(STDERR_FILENO);
+        dup2(fileno(cap), STDERR_FILENO);
+        rc = pc_topo_load(root, NULL, &t);
+        dup2(saved, STDERR_FILENO);
+        close(saved);
+        rewind(cap);
+        n = fread(log, 1, len - 1, cap);
+        log[n] = '\0';
+        fclose(cap);
+        pc_topo_free(t);
+        return rc;
+}
+
+/* numa/ knows no runtime: a runtime points its messages at pc_log(), so
+ * they follow the runtime's log level. */
+static void test_topo_messages(void **state)
+{
+        const char *fixtures = getenv("PC_FIXTURES");
+        char root[4096], log[4096];
+        struct pc_runtime *rt = NULL;
+        struct pc_config c;
+
+        (void)state;
+        assert_non_null(fixtures);
+        snprintf(root, sizeof(root), "%s/broken/sys", fixtures);
+        pc_config_init(&c);
+        c.pin = false;
+        c.log_level = PC_LOG_WARN;
+        assert_int_equal(pc_runtime_create(&c, &rt), 0);
+        pc_runtime_destroy(rt);
+        assert_int_equal(topo_load_logged(root, log, sizeof(log)), 0);
+        assert_non_null(strstr(log, "percore: warn: topology: "));
+        assert_non_null(strstr(log, "using a flat topology"));
+
+        c.log_level = PC_LOG_ERROR;
+        assert_int_equal(pc_runtime_create(&c, &rt), 0);
+        pc_runtime_destroy(rt);
+        assert_int_equal(topo_load_logged(root, log, sizeof(log)), 0);
+        assert_string_equal(log, "");
+        assert_int_equal(topo_load_logged("/nonexistent-sysfs", log, sizeof(log)), -ENOENT);
+        assert_non_null(strstr(log, "percore: error: topology: cannot use "));
+}
+
 static void test_strerror(void **state)
 {
         (void)state;
@@ -325,6 +379,7 @@ int main(void)
                 cmocka_unit_test_setup(test_validate_program_values, clear_env),
                 cmocka_unit_test_setup(test_format_one_line, clear_env),
                 cmocka_unit_test_setup(test_cpulist, clear_env),
+                cmocka_unit_test_setup(test_topo_messages, clear_env),
                 cmocka_unit_test_setup(test_strerror, clear_env),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

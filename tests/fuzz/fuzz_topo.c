@@ -68,7 +68,7 @@ static void setup(void)
 
 static void exercise(const struct pc_topo *t)
 {
-        int cpus[PC_MAX_WORKERS];
+        int cpus[PC_TOPO_MAX_WORKERS];
         unsigned n = t->nusable < 24 ? t->nusable : 24;
         struct pc_steal_order o;
 

@@ -195,7 +195,7 @@ static void test_allowed_cpus(void **state)
         int cpus[5];
 
         (void)state;
-        assert_int_equal(pc_cpulist_parse("0-3,9", allowed, PC_MAX_CPUS), 5);
+        assert_int_equal(pc_cpulist_parse("0-3,9", allowed, PC_TOPO_MAX_CPUS), 5);
         t = load("intel-2s-smt", allowed);
         assert_int_equal(t->nusable, 5);
         assert_true(t->cpu[9].usable);
@@ -208,7 +208,7 @@ static void test_allowed_cpus(void **state)
 
         /* A core whose first thread is not allowed still counts once: CPU 8
          * (thread 1 of core 0) goes before any sibling. */
-        assert_int_equal(pc_cpulist_parse("1,8-9", allowed, PC_MAX_CPUS), 3);
+        assert_int_equal(pc_cpulist_parse("1,8-9", allowed, PC_TOPO_MAX_CPUS), 3);
         t = load("intel-2s-smt", allowed);
         assert_int_equal(pc_topo_place(t, 3, PC_PLACE_COMPACT, true, cpus), 0);
         assert_int_equal(cpus[0], 1);
@@ -216,7 +216,7 @@ static void test_allowed_cpus(void **state)
         assert_int_equal(cpus[2], 9);
         pc_topo_free(t);
 
-        assert_int_equal(pc_cpulist_parse("100", allowed, PC_MAX_CPUS), 1);
+        assert_int_equal(pc_cpulist_parse("100", allowed, PC_TOPO_MAX_CPUS), 1);
         t = load("intel-2s-smt", allowed);
         assert_int_equal(t->nusable, 0);
         assert_int_equal(pc_topo_place(t, 1, PC_PLACE_COMPACT, false, cpus), -ENODEV);
@@ -247,6 +247,46 @@ static void test_broken_falls_back(void **state)
         /* The fallback is a topology like any other. */
         assert_int_equal(pc_topo_place(t, 8, PC_PLACE_SPREAD, true, cpus), 0);
         pc_topo_free(t);
+}
+
+/* numa/ logs through a hook when one is installed (the runtime installs
+ * pc_log), to stderr otherwise; a missing topology file is an error. */
+static unsigned hook_calls, hook_warns;
+static char hook_last[1024];
+
+static void record_log(enum pc_topo_log_level level, const char *msg)
+{
+        hook_calls++;
+        hook_warns += level == PC_TOPO_LOG_WARN;
+        snprintf(hook_last, sizeof(hook_last), "%s", msg);
+}
+
+static void test_log_hook(void **state)
+{
+        char root[PATH_MAX], log[4096];
+        struct pc_topo *t = NULL;
+
+        (void)state;
+        fixture_sys("broken", root, sizeof(root));
+        pc_topo_set_log(record_log);
+        assert_int_equal(load_logged(root, &t, log, sizeof(log)), 0);
+        pc_topo_set_log(NULL);
+        assert_true(t->flat_fallback);
+        pc_topo_free(t);
+        assert_int_equal(hook_calls, 1);
+        assert_int_equal(hook_warns, 1);
+        assert_non_null(strstr(hook_last, "cpu3/topology/core_id"));
+        assert_null(strchr(hook_last, '\n'));
+        assert_string_equal(log, "");
+
+        /* Back to stderr, the line pc_log() would write. */
+        t = NULL;
+        assert_int_equal(load_logged("/nonexistent-sysfs", &t, log, sizeof(log)), -ENOENT);
+        assert_null(t);
+        assert_int_equal(hook_calls, 1);
+        assert_int_equal(count_lines(log, "\n"), 1);
+        assert_true(strncmp(log, "percore: error: topology: cannot use ", 37) == 0);
+        assert_non_null(strstr(log, "devices/system/cpu/online: No such file or directory\n"));
 }
 
 struct damage {
@@ -444,7 +484,7 @@ static void expect_place(const char *fixture, enum pc_placement pl, const int *w
                          unsigned n)
 {
         struct pc_topo *t = load(fixture, NULL);
-        int got[PC_MAX_WORKERS];
+        int got[PC_TOPO_MAX_WORKERS];
 
         assert_int_equal(pc_topo_place(t, n, pl, true, got), 0);
         for (unsigned i = 0; i < n; i++) {
@@ -505,7 +545,7 @@ static void test_place_laptop(void **state)
 static void test_place_errors(void **state)
 {
         struct pc_topo *t = load("intel-2s-smt", NULL);
-        int cpus[PC_MAX_WORKERS + 1];
+        int cpus[PC_TOPO_MAX_WORKERS + 1];
 
         (void)state;
         assert_int_equal(pc_topo_place(t, 17, PC_PLACE_COMPACT, true, cpus), -EINVAL);
@@ -514,7 +554,8 @@ static void test_place_errors(void **state)
         assert_int_equal(cpus[19], cpus[3]);
         assert_int_equal(pc_topo_place(t, 0, PC_PLACE_COMPACT, false, cpus), -EINVAL);
         assert_int_equal(
-            pc_topo_place(t, PC_MAX_WORKERS + 1, PC_PLACE_COMPACT, false, cpus), -EINVAL);
+            pc_topo_place(t, PC_TOPO_MAX_WORKERS + 1, PC_PLACE_COMPACT, false, cpus),
+            -EINVAL);
         assert_int_equal(pc_topo_place(t, 1, (enum pc_placement)7, false, cpus), -EINVAL);
         assert_int_equal(pc_topo_place(NULL, 1, PC_PLACE_COMPACT, false, cpus), -EINVAL);
         assert_int_equal(pc_topo_place(t, 1, PC_PLACE_COMPACT, false, NULL), -EINVAL);
@@ -529,7 +570,7 @@ static void test_place_errors(void **state)
 static void check_order(const struct pc_topo *t, const int *cpus, unsigned n, unsigned w,
                         const struct pc_steal_order *o)
 {
-        unsigned seen[PC_MAX_WORKERS] = {0};
+        unsigned seen[PC_TOPO_MAX_WORKERS] = {0};
 
         assert_int_equal(o->nvictims, n - 1);
         assert_int_equal(o->tier_start[0], 0);
@@ -577,7 +618,7 @@ static void test_tiers_invariants(void **state)
         (void)state;
         for (size_t f = 0; f < NELEM(names); f++) {
                 struct pc_topo *t = load(names[f], NULL);
-                int cpus[PC_MAX_WORKERS];
+                int cpus[PC_TOPO_MAX_WORKERS];
 
                 for (int pl = 0; pl < 2; pl++) {
                         unsigned n = t->nusable;
@@ -783,7 +824,7 @@ static void test_hwloc_agrees(void **state)
         pc_topo_free(a);
         pc_topo_free(b);
 
-        assert_int_equal(pc_cpulist_parse("1-3", allowed, PC_MAX_CPUS), 3);
+        assert_int_equal(pc_cpulist_parse("1-3", allowed, PC_TOPO_MAX_CPUS), 3);
         for (size_t i = 0; i < NELEM(names); i++) {
                 print_message("%s\n", names[i]);
                 a = load(names[i], allowed);
@@ -901,17 +942,19 @@ static void test_cpulist_format(void **state)
 
         (void)state;
         for (size_t i = 0; i < NELEM(lists); i++) {
-                assert_true(pc_cpulist_parse(lists[i], set, PC_MAX_CPUS) > 0);
-                assert_int_equal(pc_cpulist_format(set, PC_MAX_CPUS, buf, sizeof(buf)),
-                                 (int)strlen(lists[i]));
+                assert_true(pc_cpulist_parse(lists[i], set, PC_TOPO_MAX_CPUS) > 0);
+                assert_int_equal(
+                    pc_cpulist_format(set, PC_TOPO_MAX_CPUS, buf, sizeof(buf)),
+                    (int)strlen(lists[i]));
                 assert_string_equal(buf, lists[i]);
         }
         /* Truncation reports the full length, like snprintf(). */
-        assert_true(pc_cpulist_parse("0-3,8-11", set, PC_MAX_CPUS) > 0);
-        assert_int_equal(pc_cpulist_format(set, PC_MAX_CPUS, small, sizeof(small)), 8);
+        assert_true(pc_cpulist_parse("0-3,8-11", set, PC_TOPO_MAX_CPUS) > 0);
+        assert_int_equal(pc_cpulist_format(set, PC_TOPO_MAX_CPUS, small, sizeof(small)),
+                         8);
         assert_string_equal(small, "0-3,8");
         memset(set, 0, sizeof(set));
-        assert_int_equal(pc_cpulist_format(set, PC_MAX_CPUS, buf, sizeof(buf)), 0);
+        assert_int_equal(pc_cpulist_format(set, PC_TOPO_MAX_CPUS, buf, sizeof(buf)), 0);
         assert_string_equal(buf, "");
 }
 
@@ -996,6 +1039,7 @@ int main(void)
             cmocka_unit_test(test_laptop_old_kernel),
             cmocka_unit_test(test_allowed_cpus),
             cmocka_unit_test(test_broken_falls_back),
+            cmocka_unit_test(test_log_hook),
             cmocka_unit_test(test_damaged_trees),
             cmocka_unit_test(test_memory_sources),
             cmocka_unit_test(test_no_numa_kernel),
