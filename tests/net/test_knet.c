@@ -270,6 +270,7 @@ static unsigned recv_flags(void **state)
 
 static const unsigned single_recv = PC_KNET_SINGLE_RECV;
 static const unsigned no_defer = PC_KNET_NO_DEFER;
+static const unsigned efd_sleep = PC_KNET_EFD_SLEEP;
 
 /* Whether this kernel makes rings that defer task work (6.1 and later). */
 static bool kernel_has_defer(void)
@@ -295,6 +296,12 @@ static void check_recv_mode(const struct pc_knet_stats *st, unsigned flags)
                 assert_int_equal(st->rings_deferred, 0);
         else
                 assert_true(st->rings_deferred > 0);
+        /* Workers sleep in their ring (a multishot poll on the eventfd,
+         * 5.13) unless told to sleep on the eventfd. */
+        if (flags & PC_KNET_EFD_SLEEP)
+                assert_int_equal(st->rings_sleeping, 0);
+        else
+                assert_true(st->rings_sleeping > 0);
 }
 
 static void raise_nofile(void)
@@ -1489,9 +1496,11 @@ int main(void)
                 cmocka_unit_test(test_many_clients),
                 cmocka_unit_test_prestate(test_many_clients, (void *)&single_recv),
                 cmocka_unit_test_prestate(test_many_clients, (void *)&no_defer),
+                cmocka_unit_test_prestate(test_many_clients, (void *)&efd_sleep),
                 cmocka_unit_test(test_slow_reader),
                 cmocka_unit_test_prestate(test_slow_reader, (void *)&single_recv),
                 cmocka_unit_test_prestate(test_slow_reader, (void *)&no_defer),
+                cmocka_unit_test_prestate(test_slow_reader, (void *)&efd_sleep),
                 cmocka_unit_test(test_resets),
                 cmocka_unit_test(test_conn_limit),
                 cmocka_unit_test(test_connect),
@@ -1502,9 +1511,11 @@ int main(void)
                 cmocka_unit_test(test_run_twice),
                 cmocka_unit_test_prestate(test_run_twice, (void *)&single_recv),
                 cmocka_unit_test_prestate(test_run_twice, (void *)&no_defer),
+                cmocka_unit_test_prestate(test_run_twice, (void *)&efd_sleep),
                 cmocka_unit_test(test_stop_midstream),
                 cmocka_unit_test_prestate(test_stop_midstream, (void *)&single_recv),
                 cmocka_unit_test_prestate(test_stop_midstream, (void *)&no_defer),
+                cmocka_unit_test_prestate(test_stop_midstream, (void *)&efd_sleep),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
