@@ -11,6 +11,7 @@
  * answers first.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -135,6 +136,115 @@ void kv_pending_fill(struct kv_sink *k, struct pending *pd, unsigned part, struc
                 kv_sink_flush(k);
 }
 
+/* ---- shards lent while their owner sleeps ----------------------------------------------- */
+
+/*
+ * A worker touches a store only while it holds that shard's token. The
+ * owner takes its own back whenever it uses it (kv_shard_hold) and lets it
+ * go as it parks (the poller below), so a token is free while its owner
+ * sleeps or has not used its store since it woke. Another worker with a
+ * request for that shard then takes the token, runs the request on the
+ * owner's store itself and gives the token back, instead of a pc_call()
+ * that would wake the owner and then wake the caller with the reply: two
+ * wake-ups, on a machine whose CPUs are shared with the clients, for the
+ * one request. The token's acquire and release order every store access
+ * after the last holder's.
+ *
+ * Only a worker with no call of its own in flight borrows, so a request
+ * never overtakes an earlier one from the same worker (its connections'
+ * order, a flush_all before a get); requests from different connections
+ * were never ordered.
+ */
+static struct {
+        _Alignas(64) _Atomic unsigned holder; /* worker + 1, or 0: free */
+} tokens[PC_MAX_WORKERS];
+
+static struct {
+        _Alignas(64) unsigned calls_out; /* this worker's pc_calls whose done has not run */
+} mine[PC_MAX_WORKERS];
+
+static inline void relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+}
+
+void kv_shard_hold(void)
+{
+        unsigned me = (unsigned)pc_worker_id(), free_ = 0;
+
+        if (atomic_load_explicit(&tokens[me].holder, memory_order_relaxed) == me + 1)
+                return;
+        while (!atomic_compare_exchange_weak_explicit(&tokens[me].holder, &free_, me + 1,
+                                                      memory_order_acquire,
+                                                      memory_order_relaxed)) {
+                free_ = 0;
+                relax();
+        }
+}
+
+/* Take @owner's shard if it is free and we may: run one request on it,
+ * then shard_return(). */
+static bool shard_borrow(unsigned me, unsigned owner)
+{
+        unsigned free_ = 0;
+
+        if (mine[me].calls_out ||
+            atomic_load_explicit(&tokens[owner].holder, memory_order_relaxed) != 0)
+                return false;
+        if (!atomic_compare_exchange_strong_explicit(&tokens[owner].holder, &free_, me + 1,
+                                                     memory_order_acquire, memory_order_relaxed))
+                return false;
+        kv_wstats[me].borrowed++;
+        return true;
+}
+
+static void shard_return(unsigned owner)
+{
+        atomic_store_explicit(&tokens[owner].holder, 0, memory_order_release);
+}
+
+static unsigned lend_poll(void *arg)
+{
+        (void)arg;
+        return 0;
+}
+
+/* About to sleep: the shard is free to borrow until we use it again. */
+static bool lend_prepare_sleep(void *arg)
+{
+        unsigned me = (unsigned)pc_worker_id();
+
+        (void)arg;
+        if (atomic_load_explicit(&tokens[me].holder, memory_order_relaxed) == me + 1)
+                atomic_store_explicit(&tokens[me].holder, 0, memory_order_release);
+        return true;
+}
+
+static const struct pc_poller_ops lend_ops = {
+        .name = "kv-shard-lend",
+        .poll = lend_poll,
+        .prepare_sleep = lend_prepare_sleep,
+};
+
+static void lend_start(void *arg)
+{
+        (void)arg;
+        if (pc_poller_register(&lend_ops, NULL, NULL))
+                pc_log(PC_LOG_WARN, "pc-kv: worker %d keeps its shard (no poller)",
+                       pc_worker_id());
+}
+
+void kv_shard_lend_start(void)
+{
+        unsigned n = pc_runtime_workers(kv_rt);
+
+        for (unsigned w = 0; w < n; w++)
+                if (pc_spawn_on(w, lend_start, NULL))
+                        pc_log(PC_LOG_WARN, "pc-kv: worker %u keeps its shard", w);
+}
+
 /* ---- one key on its owner ------------------------------------------------------------ */
 
 /* A request travelling to its key's owner, with its own copy of the key and value. */
@@ -151,6 +261,7 @@ static void *op_run(void *arg)
 {
         struct op *o = arg;
 
+        kv_shard_hold();
         kv_exec(kv_stores[pc_worker_id()], &o->req, NULL, 0, &o->out);
         return o;
 }
@@ -161,6 +272,7 @@ static void op_done(void *result, void *done_arg)
         struct kv_sink *k = o->k;
 
         (void)done_arg;
+        mine[pc_worker_id()].calls_out--;
         kv_pending_fill(k, o->pd, o->part, &o->out);
         free(o);
         kv_sink_unref(k);
@@ -195,6 +307,8 @@ static void run_remote(struct kv_sink *k, struct pending *pd, unsigned part,
                 kv_pending_fill(k, pd, part, &fail);
                 return;
         }
+        mine[pc_worker_id()].calls_out++;
+        kv_wstats[pc_worker_id()].calls++;
         k->refs++;
 }
 
@@ -210,6 +324,7 @@ static void dispatch_get(struct kv_sink *k, const struct kv_req *r)
                 all_local = pc_shard_of(key, kn) == me;
         if (all_local && k->head == NULL) {
                 /* The common case: answered here and now. */
+                kv_shard_hold();
                 pos = 0;
                 while (kv_req_next_key(r, &pos, &key, &kn))
                         kv_exec(kv_stores[me], r, key, kn, &k->out);
@@ -226,7 +341,12 @@ static void dispatch_get(struct kv_sink *k, const struct kv_req *r)
                 unsigned owner = pc_shard_of(key, kn);
 
                 if (owner == me) {
+                        kv_shard_hold();
                         kv_exec(kv_stores[me], r, key, kn, &pd->parts[i]);
+                        pd->waiting--;
+                } else if (shard_borrow(me, owner)) {
+                        kv_exec(kv_stores[owner], r, key, kn, &pd->parts[i]);
+                        shard_return(owner);
                         pd->waiting--;
                 } else {
                         run_remote(k, pd, i, r, key, kn, owner);
@@ -242,11 +362,15 @@ static void dispatch_one(struct kv_sink *k, const struct kv_req *r)
         unsigned me = (unsigned)pc_worker_id(), owner = pc_shard_of(r->key, r->keylen);
         struct pending *pd;
 
-        if (owner == me) {
+        if (owner == me || shard_borrow(me, owner)) {
                 struct buf *b = kv_sink_slot(k);
 
+                if (owner == me)
+                        kv_shard_hold();
                 if (b)
-                        kv_exec(kv_stores[me], r, NULL, 0, b);
+                        kv_exec(kv_stores[owner], r, NULL, 0, b);
+                if (owner != me)
+                        shard_return(owner);
                 return;
         }
         pd = kv_pending_add(k, 1);
@@ -265,6 +389,7 @@ struct flush {
 
 static void *flush_run(void *arg)
 {
+        kv_shard_hold();
         kv_store_flush(kv_stores[pc_worker_id()], ((struct flush *)arg)->req.delay);
         return arg;
 }
@@ -274,7 +399,8 @@ static void flush_done(void *result, void *arg)
         struct flush *f = arg;
         struct buf b = {0};
 
-        (void)result;
+        if (result)
+                mine[pc_worker_id()].calls_out--; /* one shard's answer */
         if (--f->remaining)
                 return;
         kv_reply_done(&f->req, &b);
@@ -301,6 +427,7 @@ static void dispatch_flush(struct kv_sink *k, const struct kv_req *r)
         f->req = *r;
         f->req.key = f->req.keys = f->req.data = NULL;
         k->refs++;
+        kv_shard_hold();
         kv_store_flush(kv_stores[me], r->delay);
         f->remaining = 1;
         for (unsigned w = 0; w < n; w++) {
@@ -308,6 +435,7 @@ static void dispatch_flush(struct kv_sink *k, const struct kv_req *r)
                         continue;
                 if (pc_call(w, flush_run, f, flush_done, f))
                         break; /* -ENOMEM: the shards called so far still answer */
+                mine[me].calls_out++;
                 f->remaining++;
         }
         flush_done(NULL, f);

@@ -75,6 +75,8 @@ struct kv_wstat {
         uint64_t send_failed;
         uint64_t udp_requests;
         uint64_t udp_dropped; /* bad frame header: counted, not answered */
+        uint64_t borrowed;    /* requests run on a sleeping owner's shard */
+        uint64_t calls;       /* requests sent to their shard's owner */
 };
 
 extern struct pc_runtime *kv_rt;
@@ -123,6 +125,14 @@ struct kv_sink {
 
 /** Run one parsed request; its reply lands in order on @k. */
 void kv_dispatch(struct kv_sink *k, const struct kv_req *r);
+
+/** The calling worker holds its own shard (waiting while another worker
+ *  that borrowed it finishes one request): before it touches its store. */
+void kv_shard_hold(void);
+
+/** On every worker, once: lend the shard while the worker sleeps. From
+ *  the runtime's first task. */
+void kv_shard_lend_start(void);
 
 /** Send what is ready, in order; calls ops->drained when nothing waits. */
 void kv_sink_flush(struct kv_sink *k);

@@ -48,6 +48,7 @@ int kv_udp_start_dpdk(struct pc_port *p);
 static void kv_main(void *arg)
 {
         (void)arg;
+        kv_shard_lend_start();
 }
 
 static void usage(FILE *f)
@@ -99,7 +100,8 @@ static int parse_size(const char *s, size_t *out)
 static void print_totals(void)
 {
         struct kv_store_stats sum = {0}, st;
-        uint64_t send_failed = 0, total_conns = 0, udp = 0, udp_dropped = 0;
+        uint64_t send_failed = 0, total_conns = 0, udp = 0, udp_dropped = 0, borrowed = 0;
+        uint64_t calls = 0;
 
         for (unsigned w = 0; w < pc_runtime_workers(kv_rt); w++) {
                 uint64_t *d = (uint64_t *)&sum, *s = (uint64_t *)&st;
@@ -111,13 +113,17 @@ static void print_totals(void)
                 total_conns += kv_wstats[w].total_conns;
                 udp += kv_wstats[w].udp_requests;
                 udp_dropped += kv_wstats[w].udp_dropped;
+                borrowed += kv_wstats[w].borrowed;
+                calls += kv_wstats[w].calls;
         }
         printf("pc-kv: workers=%u connections=%" PRIu64 " udp_requests=%" PRIu64
                " udp_dropped=%" PRIu64 " get_hits=%" PRIu64 " get_misses=%" PRIu64
                " cmd_set=%" PRIu64 " curr_items=%" PRIu64 " bytes=%" PRIu64
-               " evictions=%" PRIu64 " send_failed=%" PRIu64 "\n",
+               " evictions=%" PRIu64 " send_failed=%" PRIu64 " calls=%" PRIu64
+               " borrowed=%" PRIu64 "\n",
                pc_runtime_workers(kv_rt), total_conns, udp, udp_dropped, sum.get_hits, sum.get_misses,
-               sum.cmd_set, sum.curr_items, sum.bytes, sum.evictions, send_failed);
+               sum.cmd_set, sum.curr_items, sum.bytes, sum.evictions, send_failed, calls,
+               borrowed);
 }
 
 static int bad_flag(const char *what, const char *arg, const char *expected)

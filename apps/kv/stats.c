@@ -194,6 +194,7 @@ static void *stats_map(void *arg)
 
         if (t == NULL)
                 return NULL;
+        kv_shard_hold();
         if (sc->g == G_RESET) {
                 kv_store_stats_reset(kv_stores[w]);
                 kv_wstats[w].total_conns = kv_wstats[w].curr_conns;

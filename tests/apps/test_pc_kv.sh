@@ -223,4 +223,8 @@ PY
 stop_pc_kv "$pid" "$out" || fail "pc-kv did not stop cleanly"
 pid=
 grep -q "pc-kv: workers=3 " "$out" || { cat "$out"; fail "no totals at exit"; }
+# Parked owners (PERCORE_IDLE=park) lent their shards: some requests for
+# another worker's keys ran on the borrowed shard, the rest went by call.
+grep -Eq " calls=[1-9][0-9]* borrowed=[1-9]" "$out" ||
+	{ grep "pc-kv: workers" "$out"; fail "no request both called and borrowed"; }
 echo "pc-kv: ok"
