@@ -11,6 +11,7 @@
  * answers first.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -176,11 +177,18 @@ void kv_shard_hold(void)
 
         if (atomic_load_explicit(&tokens[me].holder, memory_order_relaxed) == me + 1)
                 return;
-        while (!atomic_compare_exchange_weak_explicit(&tokens[me].holder, &free_, me + 1,
-                                                      memory_order_acquire,
-                                                      memory_order_relaxed)) {
+        /* A borrower holds it for one request; if the kernel preempted
+         * that thread meanwhile, give it the CPU rather than spin. */
+        for (unsigned spins = 0;
+             !atomic_compare_exchange_weak_explicit(&tokens[me].holder, &free_, me + 1,
+                                                    memory_order_acquire,
+                                                    memory_order_relaxed);
+             spins++) {
                 free_ = 0;
-                relax();
+                if (spins >= 1000)
+                        sched_yield();
+                else
+                        relax();
         }
 }
 
