@@ -28,6 +28,7 @@ void pc_config_init(struct pc_config *cfg)
         cfg->remote_steal_min = 4;
         cfg->idle = PC_IDLE_ADAPTIVE;
         cfg->idle_spin_us = 50;
+        cfg->fiber_stack_kb = 64;
         cfg->monitor_ms = 0;
         cfg->seed = 1;
         cfg->sysfs_root = "/sys";
@@ -129,6 +130,8 @@ static int parse_uint(const char *var, const char *val, unsigned lo, unsigned hi
 #define STEAL_BATCH_MAX 1024
 #define REMOTE_MIN_MAX 1000000
 #define SPIN_US_MAX 1000000
+#define FIBER_KB_MIN 16
+#define FIBER_KB_MAX 65536
 #define MONITOR_MS_MAX 3600000
 
 int pc_config_from_env(struct pc_config *cfg, char *err, size_t errlen)
@@ -169,6 +172,7 @@ int pc_config_from_env(struct pc_config *cfg, char *err, size_t errlen)
         UINT_VAR("PERCORE_REMOTE_STEAL_MIN", 1, REMOTE_MIN_MAX, remote_steal_min);
         ENUM_VAR("PERCORE_IDLE", idle_names, idle, enum pc_idle);
         UINT_VAR("PERCORE_IDLE_SPIN_US", 0, SPIN_US_MAX, idle_spin_us);
+        UINT_VAR("PERCORE_FIBER_STACK_KB", FIBER_KB_MIN, FIBER_KB_MAX, fiber_stack_kb);
         UINT_VAR("PERCORE_MONITOR_MS", 0, MONITOR_MS_MAX, monitor_ms);
         if ((v = getenv("PERCORE_SEED")) != NULL) {
                 rc = parse_u64("PERCORE_SEED", v, 0, UINT64_MAX, &u, err, errlen);
@@ -235,6 +239,11 @@ int pc_config_validate(const struct pc_config *cfg, char *err, size_t errlen)
                        cfg->remote_steal_min, REMOTE_MIN_MAX);
                 return -EINVAL;
         }
+        if (cfg->fiber_stack_kb < FIBER_KB_MIN || cfg->fiber_stack_kb > FIBER_KB_MAX) {
+                seterr(err, errlen, "fiber_stack_kb=%u is not valid: %d to %d",
+                       cfg->fiber_stack_kb, FIBER_KB_MIN, FIBER_KB_MAX);
+                return -EINVAL;
+        }
         if (cfg->idle_spin_us > SPIN_US_MAX || cfg->monitor_ms > MONITOR_MS_MAX) {
                 seterr(err, errlen, "idle_spin_us or monitor_ms out of range");
                 return -EINVAL;
@@ -271,12 +280,12 @@ int pc_config_format(const struct pc_config *cfg, char *buf, size_t len)
                         "mode=%s workers=%s cpus=%s placement=%s pin=%d steal_batch=%u "
                         "steal_tiers=%s remote_steal_min=%u idle=%s idle_spin_us=%u "
                         "monitor_ms=%u seed=%" PRIu64 " sysfs_root=%s topology=%s eal_args=%s "
-                        "log=%s stats=%d runq_size=%u",
+                        "log=%s stats=%d runq_size=%u fiber_stack_kb=%u",
                         pc_mode_name(cfg->mode), w, cfg->cpus ? cfg->cpus : "affinity",
                         place_names[cfg->placement], cfg->pin, cfg->steal_batch,
                         tier_names[cfg->steal_tiers], cfg->remote_steal_min,
                         idle_names[cfg->idle], cfg->idle_spin_us, cfg->monitor_ms, cfg->seed,
                         cfg->sysfs_root, topo_names[cfg->topology],
                         cfg->eal_args ? cfg->eal_args : "none", log_names[cfg->log_level],
-                        cfg->stats, cfg->runq_size);
+                        cfg->stats, cfg->runq_size, cfg->fiber_stack_kb);
 }

@@ -109,6 +109,20 @@ struct pc_local_stats {
  * other threads write sits on a line of its own, so a producer never
  * invalidates the owner's hot state.
  */
+/* fiber.c: a worker's fiber state (only its own thread touches it). */
+struct pc_fiber;
+struct pc__fiber_worker {
+        struct pc_fiber *cur;   /* the fiber running now, or NULL */
+        void *sched;            /* context of the task runner that resumed it */
+        int action;             /* what cur asked for as it switched out */
+        struct pc_fiber *cache; /* finished fibers whose stacks are kept */
+        unsigned ncache;
+        void *tsan_sched;       /* ThreadSanitizer's fiber of this thread */
+        void *asan_fake;        /* AddressSanitizer's fake stack of the runner */
+        const void *sched_bottom;
+        size_t sched_size;
+};
+
 struct pc_worker {
         /* --- owner only --- */
         struct pc_runq rq;
@@ -148,6 +162,7 @@ struct pc_worker {
         unsigned nchunks, cap_chunks;
         struct pc_local_stats ls;
         struct pc__shard_worker *shard; /* shard/ state; set before run, NULL without */
+        struct pc__fiber_worker fib;    /* fiber.c: the running fiber, stack cache */
         /* quiescence counters, owner-written, read by the coordinator */
         _Atomic uint64_t sent PC_ALIGNED; /* tasks pushed to other workers */
         _Atomic uint64_t recv;            /* tasks taken from the inbox */
@@ -257,6 +272,9 @@ struct pc__agent {
 
 struct pc_runtime {
         struct pc_config cfg;
+        /* fiber.c: every fiber mapping, for destroy; mmap/munmap paths only */
+        pthread_mutex_t fib_lock;
+        struct pc_fiber *fib_all;
         const struct pc_policy *policy;
         const struct pc__launcher *launcher;
         void *launcher_ctx;
@@ -362,6 +380,13 @@ void pc__task_free_remote(struct pc_runtime *rt, struct pc_task *t);
 int pc__inject(struct pc_runtime *rt, struct pc_task *t);
 void pc__inject_list(struct pc_runtime *rt, struct pc_task *first, struct pc_task *last,
                      uint64_t n);
+
+/* fiber.c */
+/* A timer that pc__timers_drop() must not drop silently: a sleeping fiber's,
+ * which it wakes with -ECANCELED instead. */
+void pc__fiber_timer_fn(struct pc_timer *t, void *arg);
+void pc__fiber_cancel(void *fiber_arg);
+void pc__fiber_runtime_fini(struct pc_runtime *rt);
 
 /* steal.c */
 struct pc_task *pc__steal(struct pc_worker *w);

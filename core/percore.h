@@ -93,6 +93,7 @@ struct pc_config {
         enum pc_log_level log_level;     /**< PERCORE_LOG */
         bool stats;                      /**< PERCORE_STATS: table at exit */
         unsigned runq_size; /**< local ring slots per worker, power of two */
+        unsigned fiber_stack_kb;         /**< PERCORE_FIBER_STACK_KB, 16..65536 */
         /** Scheduling policy; NULL = the built-in one of @mode. */
         const struct pc_policy *policy;
 };
@@ -547,6 +548,7 @@ int pc_runtime_worker_node(const struct pc_runtime *rt, unsigned w);
 #endif
 
 /* The other modules' public headers: one include for a user. */
+#include "pc_fiber.h"
 #include "pc_shard.h"
 
 #endif /* PERCORE_H */

@@ -316,6 +316,7 @@ int pc_runtime_create(const struct pc_config *cfg, struct pc_runtime **out)
         pthread_mutex_init(&rt->inj_lock, NULL);
         pthread_mutex_init(&rt->agent_lock, NULL);
         pthread_mutex_init(&rt->mon_lock, NULL);
+        pthread_mutex_init(&rt->fib_lock, NULL);
         {
                 pthread_condattr_t ca;
                 pthread_condattr_init(&ca);
@@ -339,6 +340,7 @@ int pc_runtime_create(const struct pc_config *cfg, struct pc_runtime **out)
                 pthread_mutex_destroy(&rt->inj_lock);
                 pthread_mutex_destroy(&rt->agent_lock);
                 pthread_mutex_destroy(&rt->mon_lock);
+                pthread_mutex_destroy(&rt->fib_lock);
                 pthread_cond_destroy(&rt->mon_cond);
                 pc_topo_free(rt->topo);
                 free(rt);
@@ -570,6 +572,9 @@ void pc_runtime_destroy(struct pc_runtime *rt)
                 pc__worker_fini(w);
                 pc_numa_free(w, sizeof(*w));
         }
+        /* After the queues: a fiber's resume task lives in its mapping. */
+        pc__fiber_runtime_fini(rt);
+        pthread_mutex_destroy(&rt->fib_lock);
         pthread_mutex_destroy(&rt->inj_lock);
         pthread_mutex_destroy(&rt->agent_lock);
         pthread_mutex_destroy(&rt->mon_lock);

@@ -192,11 +192,20 @@ unsigned pc__timers_expire(struct pc_worker *w, uint64_t now)
         return fired;
 }
 
+/* The run is stopping: timers are dropped, except that a fiber asleep on
+ * one is woken (its sleep returns -ECANCELED) so that it runs to its end
+ * in the drain. */
 void pc__timers_drop(struct pc_worker *w)
 {
-        for (uint32_t i = 0; i < w->tn; i++) {
-                w->theap[i]->heap_idx = NOT_ARMED;
-                w->theap[i]->worker = -1;
-        }
+        uint32_t n = w->tn;
+
         w->tn = 0;
+        for (uint32_t i = 0; i < n; i++) {
+                struct pc_timer *t = w->theap[i];
+
+                t->heap_idx = NOT_ARMED;
+                t->worker = -1;
+                if (t->fn == pc__fiber_timer_fn)
+                        pc__fiber_cancel(t->arg);
+        }
 }

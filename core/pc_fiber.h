@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Fibers: stackful coroutines that run on the reactor. A fiber is a task
+ * to the scheduler (FIFO with the other tasks of its worker); when it
+ * waits (yield, sleep, join) it gives its worker back and is queued again
+ * once it may go on. Each has its own mmap'ed stack of
+ * PERCORE_FIBER_STACK_KB (64) with a guard page below it; finished fibers'
+ * stacks are kept per worker for the next spawn. A context switch is
+ * Boost.Context's fcontext (a few instructions, no system call), with the
+ * sanitizers' fiber hooks around it in ASan and TSan builds.
+ *
+ * A fiber stays on the worker that spawned it, in both modes (moving
+ * suspended elastic fibers between workers is not there yet).
+ *
+ * Included by percore.h; programs include <percore.h>.
+ */
+#ifndef PC_FIBER_H
+#define PC_FIBER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct pc_fiber;
+
+/** A fiber's body; its return value is what pc_fiber_join() gets. */
+typedef void *(*pc_fiber_fn)(void *arg);
+
+/**
+ * Start fn(arg) as a fiber on the calling worker: it is queued like a task
+ * and first runs when the worker reaches it. *out may be NULL: then the
+ * fiber is detached and frees itself when fn returns; otherwise it must be
+ * joined exactly once. Errors: -EINVAL (fn NULL), -ENOMEM (no stack could
+ * be mapped: see vm.max_map_count, two mappings a fiber), -EPERM
+ * off-worker. A fiber spawned while the runtime stops runs in the drain.
+ * Worker only (tasks and fibers).
+ */
+int pc_fiber_spawn(pc_fiber_fn fn, void *arg, struct pc_fiber **out);
+
+/**
+ * Wait for @f to return, then free it; *result (if not NULL) gets fn's
+ * return value. Each joinable fiber is joined exactly once, by one fiber
+ * (a fiber cannot join itself). Errors: -EINVAL (f NULL, f is the caller,
+ * or f already has a joiner), -EPERM off-fiber. Fiber only.
+ */
+int pc_fiber_join(struct pc_fiber *f, void **result);
+
+/**
+ * Let the worker run the tasks, fibers and pollers queued before us; we
+ * are queued again at the tail. Does nothing off-fiber. Fiber only.
+ */
+void pc_fiber_yield(void);
+
+/**
+ * Sleep @ns nanoseconds on the worker's timers, the worker free meanwhile.
+ * Returns 0, -ECANCELED if the runtime began stopping while we slept (we
+ * run on, to our end, in the drain), -ESHUTDOWN if it already had, or
+ * -EPERM off-fiber. Fiber only.
+ */
+int pc_fiber_sleep_ns(uint64_t ns);
+
+/** The calling fiber, or NULL off-fiber. Any thread. */
+struct pc_fiber *pc_fiber_self(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

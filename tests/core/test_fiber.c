@@ -1,0 +1,380 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Fibers: switch and join, many live fibers on one worker, sleep order,
+ * misuse, the stop drain cancelling sleeps, and a stack overflow that
+ * must end its (child) process with the message.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "pc_test.h"
+
+static struct pc_runtime *RT;
+
+static void run_on(unsigned workers, pc_task_fn main_fn, void *arg)
+{
+        struct pc_config cfg;
+
+        pc_test_config(&cfg, workers);
+        assert_int_equal(pc_runtime_create(&cfg, &RT), 0);
+        assert_int_equal(pc_runtime_run(RT, main_fn, arg), 0);
+        pc_runtime_destroy(RT);
+        RT = NULL;
+}
+
+/* ---- switch and join --------------------------------------------------------------- */
+
+#define STEPS 1000
+
+struct pingpong {
+        char log[2 * STEPS + 1];
+        _Atomic unsigned n;
+        void *res_a, *res_b;
+        int rc_a, rc_b;
+        bool done;
+};
+
+static struct pingpong P;
+
+static void *stepper(void *arg)
+{
+        char me = (char)(uintptr_t)arg;
+
+        for (int i = 0; i < STEPS; i++) {
+                P.log[atomic_fetch_add(&P.n, 1)] = me;
+                pc_fiber_yield();
+        }
+        return (void *)(uintptr_t)(me == 'a' ? 1000 : 2000);
+}
+
+static void *joiner(void *arg)
+{
+        struct pc_fiber *a, *b;
+
+        (void)arg;
+        assert_int_equal(pc_fiber_spawn(stepper, (void *)(uintptr_t)'a', &a), 0);
+        assert_int_equal(pc_fiber_spawn(stepper, (void *)(uintptr_t)'b', &b), 0);
+        /* Misuse: a fiber cannot join itself; a second joiner is refused
+         * while the first waits (checked below from another fiber). */
+        assert_int_equal(pc_fiber_join(pc_fiber_self(), NULL), -EINVAL);
+        assert_int_equal(pc_fiber_join(NULL, NULL), -EINVAL);
+        P.rc_a = pc_fiber_join(a, &P.res_a);
+        P.rc_b = pc_fiber_join(b, &P.res_b);
+        P.done = true;
+        pc_runtime_stop(RT);
+        return NULL;
+}
+
+static void switch_main(void *arg)
+{
+        (void)arg;
+        /* Off-fiber, from a task: refused. */
+        assert_int_equal(pc_fiber_join((struct pc_fiber *)&P, NULL), -EPERM);
+        assert_int_equal(pc_fiber_sleep_ns(1), -EPERM);
+        assert_null(pc_fiber_self());
+        pc_fiber_yield(); /* nothing */
+        assert_int_equal(pc_fiber_spawn(NULL, NULL, NULL), -EINVAL);
+        assert_int_equal(pc_fiber_spawn(joiner, NULL, NULL), 0);
+}
+
+static void test_switch_and_join(void **state)
+{
+        (void)state;
+        memset(&P, 0, sizeof(P));
+        run_on(1, switch_main, NULL);
+        assert_true(P.done);
+        assert_int_equal(P.rc_a, 0);
+        assert_int_equal(P.rc_b, 0);
+        assert_ptr_equal(P.res_a, (void *)1000);
+        assert_ptr_equal(P.res_b, (void *)2000);
+        /* Yield queues at the tail: the two alternate, a first. */
+        assert_int_equal(atomic_load(&P.n), 2 * STEPS);
+        for (int i = 0; i < 2 * STEPS; i++)
+                assert_int_equal(P.log[i], i % 2 ? 'b' : 'a');
+}
+
+static void test_spawn_off_worker(void **state)
+{
+        struct pc_fiber *f;
+
+        (void)state;
+        assert_int_equal(pc_fiber_spawn(stepper, NULL, &f), -EPERM);
+        assert_int_equal(pc_fiber_join((struct pc_fiber *)&P, NULL), -EPERM);
+        assert_int_equal(pc_fiber_sleep_ns(1), -EPERM);
+}
+
+/* ---- many live fibers ---------------------------------------------------------------- */
+
+struct many {
+        uint64_t n;
+        _Atomic uint64_t started, finished;
+        struct pc_fiber **f;
+        uint64_t bad;
+};
+
+static struct many M;
+
+/* Every fiber is started before any returns: all live at once. */
+static void *live(void *arg)
+{
+        atomic_fetch_add(&M.started, 1);
+        while (atomic_load(&M.started) < M.n)
+                pc_fiber_yield();
+        atomic_fetch_add(&M.finished, 1);
+        return arg;
+}
+
+static void *many_master(void *arg)
+{
+        (void)arg;
+        for (uint64_t i = 0; i < M.n; i++)
+                if (pc_fiber_spawn(live, (void *)(uintptr_t)(i + 1), &M.f[i]) != 0) {
+                        M.bad++;
+                        M.f[i] = NULL;
+                }
+        for (uint64_t i = 0; i < M.n; i++) {
+                void *r;
+                if (M.f[i] && (pc_fiber_join(M.f[i], &r) != 0 || r != (void *)(uintptr_t)(i + 1)))
+                        M.bad++;
+        }
+        pc_runtime_stop(RT);
+        return NULL;
+}
+
+static void many_main(void *arg)
+{
+        (void)arg;
+        assert_int_equal(pc_fiber_spawn(many_master, NULL, NULL), 0);
+}
+
+/* Two mappings a fiber (stack, guard page): raise vm.max_map_count where
+ * we may, else fewer fibers (said in the output). */
+static uint64_t fit_map_count(uint64_t want)
+{
+        FILE *fp = fopen("/proc/sys/vm/max_map_count", "r+");
+        unsigned long cur = 0;
+
+        if (fp == NULL)
+                return want;
+        if (fscanf(fp, "%lu", &cur) == 1 && cur < 2 * want + 10000) {
+                rewind(fp);
+                if (fprintf(fp, "%lu\n", (unsigned long)(2 * want + 10000)) < 0 ||
+                    fflush(fp) != 0) {
+                        want = (cur - 10000) / 2;
+                        printf("vm.max_map_count %lu: %llu fibers\n", cur,
+                               (unsigned long long)want);
+                }
+        }
+        fclose(fp);
+        return want;
+}
+
+static void test_many_live_fibers(void **state)
+{
+        (void)state;
+        memset(&M, 0, sizeof(M));
+        M.n = fit_map_count(pc_test_scaled(100000));
+#if defined(__SANITIZE_THREAD__)
+        /* ThreadSanitizer counts each fiber as a thread, at most 8128
+         * live. */
+        if (M.n > 4000)
+                M.n = 4000;
+#endif
+        M.f = calloc(M.n, sizeof(*M.f));
+        assert_non_null(M.f);
+        run_on(1, many_main, NULL);
+        assert_int_equal(M.bad, 0);
+        assert_int_equal(atomic_load(&M.started), M.n);
+        assert_int_equal(atomic_load(&M.finished), M.n);
+        free(M.f);
+}
+
+/* ---- sleep order ------------------------------------------------------------------------ */
+
+#define SLEEPERS 16
+
+struct sleeps {
+        int order[SLEEPERS];
+        _Atomic int n;
+        int rc[SLEEPERS];
+};
+
+static struct sleeps S;
+
+static void *sleeper(void *arg)
+{
+        int i = (int)(uintptr_t)arg;
+
+        /* Deadlines a millisecond apart, spawned in reverse: they must
+         * wake in deadline order however late the worker gets to them. */
+        S.rc[i] = pc_fiber_sleep_ns((uint64_t)(i + 1) * 1000000u);
+        S.order[atomic_fetch_add(&S.n, 1)] = i;
+        if (atomic_load(&S.n) == SLEEPERS)
+                pc_runtime_stop(RT);
+        return NULL;
+}
+
+static void sleep_main(void *arg)
+{
+        (void)arg;
+        for (int i = SLEEPERS - 1; i >= 0; i--)
+                assert_int_equal(pc_fiber_spawn(sleeper, (void *)(uintptr_t)i, NULL), 0);
+}
+
+static void test_sleep_order(void **state)
+{
+        (void)state;
+        memset(&S, 0, sizeof(S));
+        run_on(1, sleep_main, NULL);
+        assert_int_equal(atomic_load(&S.n), SLEEPERS);
+        for (int i = 0; i < SLEEPERS; i++) {
+                assert_int_equal(S.order[i], i);
+                assert_int_equal(S.rc[i], 0);
+        }
+}
+
+/* ---- stopping ------------------------------------------------------------------------------ */
+
+struct stopping {
+        _Atomic unsigned asleep, ended, cancelled, shut_first, shut;
+        unsigned n;
+};
+
+static struct stopping T;
+
+static void *long_sleeper(void *arg)
+{
+        (void)arg;
+        atomic_fetch_add(&T.asleep, 1);
+        if (atomic_load(&T.asleep) == T.n)
+                pc_runtime_stop(RT);
+        switch (pc_fiber_sleep_ns(3600ull * 1000000000u)) {
+        case -ECANCELED: /* asleep when the stop came */
+                atomic_fetch_add(&T.cancelled, 1);
+                break;
+        case -ESHUTDOWN: /* the stop came first */
+                atomic_fetch_add(&T.shut_first, 1);
+                break;
+        default:
+                break;
+        }
+        /* Stopping: a new sleep is refused at once. */
+        if (pc_fiber_sleep_ns(1000000000u) == -ESHUTDOWN)
+                atomic_fetch_add(&T.shut, 1);
+        atomic_fetch_add(&T.ended, 1);
+        return NULL;
+}
+
+static void stop_main(void *arg)
+{
+        (void)arg;
+        /* Each worker spawns its share (fibers stay where spawned). */
+        for (unsigned i = 0; i < T.n / pc_runtime_workers(RT); i++)
+                assert_int_equal(pc_fiber_spawn(long_sleeper, NULL, NULL), 0);
+}
+
+static void spread_main(void *arg)
+{
+        (void)arg;
+        for (unsigned w = 0; w < pc_runtime_workers(RT); w++)
+                assert_int_equal(pc_spawn_on(w, stop_main, NULL), 0);
+}
+
+static void test_stop_cancels_sleeps(void **state)
+{
+        (void)state;
+        memset(&T, 0, sizeof(T));
+        T.n = 3 * 64;
+        run_on(3, spread_main, NULL);
+        /* Every fiber ran to its end in the drain: the hour-long sleeps of
+         * those asleep at the stop were cancelled (at least those the
+         * stopping fiber's worker ran before it), the rest were refused. */
+        assert_int_equal(atomic_load(&T.ended), T.n);
+        assert_int_equal(atomic_load(&T.cancelled) + atomic_load(&T.shut_first), T.n);
+        assert_true(atomic_load(&T.cancelled) > 0);
+        assert_int_equal(atomic_load(&T.shut), T.n);
+}
+
+/* ---- overflow ------------------------------------------------------------------------------ */
+
+static volatile char sink;
+
+static unsigned recurse(unsigned n)
+{
+        volatile char pad[512];
+
+        pad[0] = (char)n;
+        sink = pad[0];
+        return n ? recurse(n - 1) + pad[0] : 0;
+}
+
+static void *overflow(void *arg)
+{
+        (void)arg;
+        recurse(1u << 20);
+        return NULL;
+}
+
+static void overflow_main(void *arg)
+{
+        (void)arg;
+        pc_fiber_spawn(overflow, NULL, NULL);
+}
+
+static void test_stack_overflow_message(void **state)
+{
+        int fds[2], status;
+        char buf[4096];
+        ssize_t n, got = 0;
+        pid_t pid;
+
+        (void)state;
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+        /* The sanitizers keep SIGSEGV for themselves (and report the
+         * overflow their own way). */
+        skip();
+#endif
+        assert_int_equal(pipe(fds), 0);
+        pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                struct pc_config cfg;
+                struct pc_runtime *rt;
+
+                dup2(fds[1], 2);
+                close(fds[0]);
+                pc_test_config(&cfg, 1);
+                if (pc_runtime_create(&cfg, &rt))
+                        _exit(3);
+                pc_runtime_run(rt, overflow_main, NULL);
+                _exit(4); /* must not get here */
+        }
+        close(fds[1]);
+        while ((n = read(fds[0], buf + got, sizeof(buf) - 1 - (size_t)got)) > 0)
+                got += n;
+        buf[got] = '\0';
+        close(fds[0]);
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFSIGNALED(status));
+        assert_int_equal(WTERMSIG(status), SIGSEGV);
+        assert_non_null(strstr(buf, "percore: fiber stack overflow on worker 0"));
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_switch_and_join),
+                cmocka_unit_test(test_spawn_off_worker),
+                cmocka_unit_test(test_many_live_fibers),
+                cmocka_unit_test(test_sleep_order),
+                cmocka_unit_test(test_stop_cancels_sleeps),
+                cmocka_unit_test(test_stack_overflow_message),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
