@@ -56,7 +56,14 @@ extern fcontext_t make_fcontext(void *sp, size_t size, void (*fn)(transfer_t));
 #endif
 
 #ifdef PC_ASAN
+#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
+/* A stack ASan saw frames on keeps their poison in its shadow after the
+ * frames are gone (a fiber that ended, a mapping unmapped and mapped again
+ * at the same address): cleared whenever a stack is handed out. */
+#define STACK_CLEAN(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define STACK_CLEAN(p, n) ((void)(p), (void)(n))
 #endif
 #ifdef PC_TSAN
 #include <sanitizer/tsan_interface.h>
@@ -122,6 +129,7 @@ static struct pc_fiber *fiber_get(struct pc_worker *w)
         if (f) {
                 w->fib.cache = f->next;
                 w->fib.ncache--;
+                STACK_CLEAN(f->stack_lo, f->stack_size);
                 return f;
         }
         overflow_guard_install();
@@ -133,6 +141,7 @@ static struct pc_fiber *fiber_get(struct pc_worker *w)
                 munmap(m, len);
                 return NULL;
         }
+        STACK_CLEAN(m + page, len - page);
         f = (struct pc_fiber *)(m + len - ((sizeof(*f) + PC_CACHE_LINE - 1) &
                                             ~(size_t)(PC_CACHE_LINE - 1)));
         memset(f, 0, sizeof(*f));
@@ -168,6 +177,7 @@ static void fiber_put(struct pc_worker *w, struct pc_fiber *f)
         if (f->all_next)
                 f->all_next->all_prev = f->all_prev;
         pthread_mutex_unlock(&rt->fib_lock);
+        STACK_CLEAN(f->stack_lo, f->stack_size); /* for whatever is mapped there next */
         munmap(f->map, f->maplen);
 }
 
@@ -181,6 +191,7 @@ void pc__fiber_runtime_fini(struct pc_runtime *rt)
                 if (f->tsan)
                         __tsan_destroy_fiber(f->tsan);
 #endif
+                STACK_CLEAN(f->stack_lo, f->stack_size);
                 munmap(f->map, f->maplen);
         }
         rt->fib_all = NULL;
@@ -394,6 +405,20 @@ int pc_fiber_join(struct pc_fiber *f, void **result)
                 *result = f->result;
         fiber_put(cur_worker(), f);
         return 0;
+}
+
+int pc__fiber_wait(void)
+{
+        struct pc_fiber *f = pc_fiber_self();
+
+        /* wake_rc is the waker's to write (it may already have). */
+        switch_out(A_SUSPEND);
+        return f->wake_rc;
+}
+
+void pc__fiber_wake(struct pc_fiber *f, int rc)
+{
+        wake(f, rc);
 }
 
 void pc_fiber_yield(void)

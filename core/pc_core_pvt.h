@@ -387,6 +387,11 @@ void pc__inject_list(struct pc_runtime *rt, struct pc_task *first, struct pc_tas
 void pc__fiber_timer_fn(struct pc_timer *t, void *arg);
 void pc__fiber_cancel(void *fiber_arg);
 void pc__fiber_runtime_fini(struct pc_runtime *rt);
+/* For the awaits of other layers: the calling fiber registers with what
+ * will wake it, then pc__fiber_wait() gives the worker back until
+ * pc__fiber_wake() (on any worker), and returns the rc that was given. */
+int pc__fiber_wait(void);
+void pc__fiber_wake(struct pc_fiber *f, int rc);
 
 /* steal.c */
 struct pc_task *pc__steal(struct pc_worker *w);

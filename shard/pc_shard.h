@@ -213,6 +213,24 @@ void *pc_slot_get_on(const struct pc_slot *s, unsigned w);
 int pc_spawn_blocking(void *(*fn)(void *arg), void *arg,
                       void (*done)(void *result, void *done_arg), void *done_arg);
 
+/**
+ * pc_call() that suspends the calling fiber until the result is back:
+ * *result (if not NULL) gets @fn's return value. The worker runs other
+ * tasks and fibers meanwhile. Calls still in flight when the runtime stops
+ * are answered in the drain, so this always returns with the result.
+ * Errors: as pc_call() (-EINVAL, -ENODEV, -ENOMEM), -EPERM off-fiber.
+ * Fiber only.
+ */
+int pc_call_await(unsigned dst, void *(*fn)(void *arg), void *arg, void **result);
+
+/**
+ * pc_spawn_blocking() that suspends the calling fiber until @fn returned
+ * on the blocking lane: *result (if not NULL) gets its value. Errors: as
+ * pc_spawn_blocking() (-EINVAL, -ENODEV, -ENOTSUP without a lane,
+ * -ENOMEM), -EPERM off-fiber. Fiber only.
+ */
+int pc_blocking_await(void *(*fn)(void *arg), void *arg, void **result);
+
 /* ------------------------------------------------------------------------ */
 /* Stats                                                                    */
 /* ------------------------------------------------------------------------ */

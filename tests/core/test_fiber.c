@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include "pc_test.h"
@@ -301,6 +302,165 @@ static void test_stop_cancels_sleeps(void **state)
         assert_int_equal(atomic_load(&T.shut), T.n);
 }
 
+/* ---- awaits ------------------------------------------------------------------------------ */
+
+#define AW_WORKERS 3
+#define AW_FIBERS 32
+
+struct awaits {
+        unsigned rounds;
+        _Atomic uint64_t matched, bad, fibers_done;
+        _Atomic unsigned ticks;
+        _Atomic unsigned lane_done;
+        unsigned lane_jobs;
+};
+
+static struct awaits A;
+
+static void *triple_here(void *arg)
+{
+        /* The worker it runs on, tagged into the answer. */
+        return (void *)(((uintptr_t)arg * 3) << 8 | (uintptr_t)pc_worker_id());
+}
+
+static void *caller(void *arg)
+{
+        uintptr_t id = (uintptr_t)arg;
+
+        for (unsigned r = 0; r < A.rounds; r++) {
+                unsigned dst = (unsigned)((id + r) % AW_WORKERS);
+                uintptr_t x = id * 100000 + r;
+                void *res = NULL;
+
+                if (pc_call_await(dst, triple_here, (void *)x, &res) == 0 &&
+                    (uintptr_t)res == ((x * 3) << 8 | dst))
+                        atomic_fetch_add(&A.matched, 1);
+                else
+                        atomic_fetch_add(&A.bad, 1);
+        }
+        if (atomic_fetch_add(&A.fibers_done, 1) + 1 == AW_WORKERS * AW_FIBERS)
+                pc_runtime_stop(RT);
+        return NULL;
+}
+
+static void spawn_callers(void *arg)
+{
+        (void)arg;
+        for (unsigned i = 0; i < AW_FIBERS; i++)
+                if (pc_fiber_spawn(caller,
+                                   (void *)(uintptr_t)(pc_worker_id() * AW_FIBERS + i), NULL))
+                        atomic_fetch_add(&A.bad, 1);
+}
+
+static void await_main(void *arg)
+{
+        (void)arg;
+        /* Off-fiber: refused. */
+        assert_int_equal(pc_call_await(0, triple_here, NULL, NULL), -EPERM);
+        assert_int_equal(pc_blocking_await(triple_here, NULL, NULL), -EPERM);
+        for (unsigned w = 0; w < AW_WORKERS; w++)
+                assert_int_equal(pc_spawn_on(w, spawn_callers, NULL), 0);
+}
+
+static void run_shard(unsigned workers, unsigned lane, pc_task_fn main_fn)
+{
+        struct pc_config cfg;
+        struct pc_shard_opts so;
+
+        pc_test_config(&cfg, workers);
+        assert_int_equal(pc_runtime_create(&cfg, &RT), 0);
+        pc_shard_opts_init(&so);
+        so.blocking_threads = lane;
+        assert_int_equal(pc_shard_init(RT, &so), 0);
+        assert_int_equal(pc_runtime_run(RT, main_fn, NULL), 0);
+        pc_runtime_destroy(RT);
+        RT = NULL;
+}
+
+/* Every worker's fibers call every worker, themselves included. */
+static void test_call_await_storm(void **state)
+{
+        (void)state;
+        memset(&A, 0, sizeof(A));
+        A.rounds = (unsigned)pc_test_scaled(300);
+        run_shard(AW_WORKERS, 0, await_main);
+        assert_int_equal(atomic_load(&A.bad), 0);
+        assert_int_equal(atomic_load(&A.matched), (uint64_t)AW_WORKERS * AW_FIBERS * A.rounds);
+}
+
+/* The lane job waits until a fiber of the worker has run meanwhile: so the
+ * worker kept running fibers while others waited on the lane. */
+static void *lane_job(void *arg)
+{
+        while (atomic_load(&A.ticks) == 0)
+                sched_yield();
+        return (void *)((uintptr_t)arg + 1);
+}
+
+static void *lane_user(void *arg)
+{
+        void *res = NULL;
+
+        if (pc_blocking_await(lane_job, arg, &res) == 0 && res == (void *)((uintptr_t)arg + 1))
+                atomic_fetch_add(&A.matched, 1);
+        else
+                atomic_fetch_add(&A.bad, 1);
+        if (atomic_fetch_add(&A.lane_done, 1) + 1 == A.lane_jobs)
+                pc_runtime_stop(RT);
+        return NULL;
+}
+
+static void *ticker(void *arg)
+{
+        (void)arg;
+        while (atomic_load(&A.lane_done) < A.lane_jobs) {
+                atomic_fetch_add(&A.ticks, 1);
+                pc_fiber_yield();
+        }
+        return NULL;
+}
+
+static void lane_main(void *arg)
+{
+        (void)arg;
+        for (unsigned i = 0; i < A.lane_jobs; i++)
+                assert_int_equal(pc_fiber_spawn(lane_user, (void *)(uintptr_t)(i * 10), NULL), 0);
+        assert_int_equal(pc_fiber_spawn(ticker, NULL, NULL), 0);
+}
+
+static void test_blocking_await(void **state)
+{
+        (void)state;
+        memset(&A, 0, sizeof(A));
+        A.lane_jobs = 16;
+        run_shard(1, 2, lane_main);
+        assert_int_equal(atomic_load(&A.bad), 0);
+        assert_int_equal(atomic_load(&A.matched), A.lane_jobs);
+        assert_true(atomic_load(&A.ticks) > 0);
+}
+
+static void *no_lane_user(void *arg)
+{
+        (void)arg;
+        A.bad = (uint64_t)-pc_blocking_await(lane_job, NULL, NULL);
+        pc_runtime_stop(RT);
+        return NULL;
+}
+
+static void no_lane_main(void *arg)
+{
+        (void)arg;
+        assert_int_equal(pc_fiber_spawn(no_lane_user, NULL, NULL), 0);
+}
+
+static void test_blocking_await_no_lane(void **state)
+{
+        (void)state;
+        memset(&A, 0, sizeof(A));
+        run_shard(1, 0, no_lane_main);
+        assert_int_equal(A.bad, ENOTSUP);
+}
+
 /* ---- overflow ------------------------------------------------------------------------------ */
 
 static volatile char sink;
@@ -374,6 +534,9 @@ int main(void)
                 cmocka_unit_test(test_many_live_fibers),
                 cmocka_unit_test(test_sleep_order),
                 cmocka_unit_test(test_stop_cancels_sleeps),
+                cmocka_unit_test(test_call_await_storm),
+                cmocka_unit_test(test_blocking_await),
+                cmocka_unit_test(test_blocking_await_no_lane),
                 cmocka_unit_test(test_stack_overflow_message),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
