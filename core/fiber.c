@@ -86,7 +86,8 @@ struct pc_fiber {
         _Atomic(struct pc_fiber *) joiner;
         int wake_rc; /* what the wait it returns from reports */
         bool detached;
-        unsigned home; /* the worker it runs on */
+        bool sticky;   /* never leaves @home (thread-per-core mode) */
+        unsigned home; /* the worker it last ran on */
         struct pc_runtime *rt;
         struct pc_fiber *next;               /* in a worker's cache */
         struct pc_fiber *all_prev, *all_next; /* rt->fib_all */
@@ -199,11 +200,15 @@ void pc__fiber_runtime_fini(struct pc_runtime *rt)
 
 /* ---- switching ---------------------------------------------------------------- */
 
+/* Queue @f to run on: a sticky one on its worker, an elastic one on the
+ * caller's (a worker; thieves may take it from there). A caller-owned task
+ * needs no allocation, so this cannot fail on a worker. */
 static void requeue(struct pc_fiber *f)
 {
-        /* A caller-owned task: no allocation, so this cannot fail on a
-         * worker, and every caller is on one. */
-        (void)pc_spawn_task_on(f->home, &f->task);
+        if (f->sticky)
+                (void)pc_spawn_task_on(f->home, &f->task);
+        else
+                (void)pc_spawn_task(&f->task);
 }
 
 /* Back on the fiber's stack, on whichever worker resumed it. */
@@ -283,6 +288,7 @@ static void resume_task(void *arg)
 
         alt_stack_ensure();
         w->fib.cur = f;
+        f->home = w->id; /* a thief may have taken it */
         atomic_store_explicit(&f->state, F_RUN, memory_order_relaxed);
 #ifdef PC_TSAN
         w->fib.tsan_sched = __tsan_get_current_fiber();
@@ -362,6 +368,7 @@ int pc_fiber_spawn(pc_fiber_fn fn, void *arg, struct pc_fiber **out)
         f->result = NULL;
         f->wake_rc = 0;
         f->detached = out == NULL;
+        f->sticky = !w->elastic;
         f->home = w->id;
         f->asan_fake = NULL;
         atomic_store_explicit(&f->joiner, NULL, memory_order_relaxed);
@@ -370,7 +377,8 @@ int pc_fiber_spawn(pc_fiber_fn fn, void *arg, struct pc_fiber **out)
 #ifdef PC_TSAN
         f->tsan = __tsan_create_fiber(0);
 #endif
-        pc_task_init(&f->task, resume_task, f, PC_STICKY);
+        /* Elastic mode: the mode's default, stealable whenever queued. */
+        pc_task_init(&f->task, resume_task, f, f->sticky ? PC_STICKY : 0);
         rc = pc_spawn_task(&f->task);
         if (rc) {
 #ifdef PC_TSAN

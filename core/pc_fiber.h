@@ -9,8 +9,11 @@
  * Boost.Context's fcontext (a few instructions, no system call), with the
  * sanitizers' fiber hooks around it in ASan and TSan builds.
  *
- * A fiber stays on the worker that spawned it, in both modes (moving
- * suspended elastic fibers between workers is not there yet).
+ * In thread-per-core mode a fiber stays on the worker that spawned it. In
+ * elastic mode it is queued like any elastic task each time it may run
+ * (new, yielded, woken), so an idle worker may take it and continue it
+ * there; such steals count in the steal matrix. Code in a fiber must not
+ * keep a thread-local variable's address across a call that may suspend.
  *
  * Included by percore.h; programs include <percore.h>.
  */

@@ -18,6 +18,13 @@
 
 static struct pc_runtime *RT;
 
+static inline void pc__cpu_relax_test(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+}
+
 static void run_on(unsigned workers, pc_task_fn main_fn, void *arg)
 {
         struct pc_config cfg;
@@ -461,6 +468,90 @@ static void test_blocking_await_no_lane(void **state)
         assert_int_equal(A.bad, ENOTSUP);
 }
 
+/* ---- elastic migration -------------------------------------------------------------------- */
+
+#define MIG_FIBERS 2000
+#define MIG_STEPS 8
+
+struct migration {
+        _Atomic uint8_t ran[MIG_FIBERS];
+        _Atomic uint64_t moved; /* a suspended fiber resumed on another worker */
+        _Atomic uint64_t ended;
+        struct pc_task hog;
+        bool elastic;
+};
+
+static struct migration G;
+
+static void *mover(void *arg)
+{
+        uintptr_t i = (uintptr_t)arg;
+        int last = pc_worker_id();
+
+        for (int k = 0; k < MIG_STEPS; k++) {
+                pc_fiber_yield();
+                if (pc_worker_id() != last)
+                        atomic_fetch_add(&G.moved, 1);
+                last = pc_worker_id();
+        }
+        atomic_fetch_add(&G.ran[i], 1);
+        if (atomic_fetch_add(&G.ended, 1) + 1 == MIG_FIBERS)
+                pc_runtime_stop(RT);
+        return NULL;
+}
+
+/* Holds worker 0, where every fiber was queued after its first run, until
+ * one of them resumed elsewhere: only a steal of a suspended fiber can do
+ * that. In thread-per-core mode nothing may move, so it holds nothing. */
+static void hog(void *arg)
+{
+        (void)arg;
+        while (G.elastic && atomic_load(&G.moved) == 0)
+                pc__cpu_relax_test();
+}
+
+static void mig_main(void *arg)
+{
+        (void)arg;
+        for (uintptr_t i = 0; i < MIG_FIBERS; i++)
+                assert_int_equal(pc_fiber_spawn(mover, (void *)i, NULL), 0);
+        pc_task_init(&G.hog, hog, NULL, PC_STICKY);
+        assert_int_equal(pc_spawn_task(&G.hog), 0);
+}
+
+static void run_migration(enum pc_mode mode)
+{
+        struct pc_config cfg;
+
+        memset(&G, 0, sizeof(G));
+        G.elastic = mode == PC_MODE_ELASTIC;
+        pc_test_config(&cfg, 4);
+        cfg.mode = mode;
+        assert_int_equal(pc_runtime_create(&cfg, &RT), 0);
+        assert_int_equal(pc_runtime_run(RT, mig_main, NULL), 0);
+        pc_runtime_destroy(RT);
+        RT = NULL;
+        assert_int_equal(atomic_load(&G.ended), MIG_FIBERS);
+        for (int i = 0; i < MIG_FIBERS; i++)
+                assert_int_equal(atomic_load(&G.ran[i]), 1); /* each exactly once */
+        if (G.elastic)
+                assert_true(atomic_load(&G.moved) > 0);
+        else
+                assert_int_equal(atomic_load(&G.moved), 0);
+}
+
+static void test_elastic_fibers_migrate(void **state)
+{
+        (void)state;
+        run_migration(PC_MODE_ELASTIC);
+}
+
+static void test_tpc_fibers_stay(void **state)
+{
+        (void)state;
+        run_migration(PC_MODE_TPC);
+}
+
 /* ---- overflow ------------------------------------------------------------------------------ */
 
 static volatile char sink;
@@ -537,6 +628,8 @@ int main(void)
                 cmocka_unit_test(test_call_await_storm),
                 cmocka_unit_test(test_blocking_await),
                 cmocka_unit_test(test_blocking_await_no_lane),
+                cmocka_unit_test(test_elastic_fibers_migrate),
+                cmocka_unit_test(test_tpc_fibers_stay),
                 cmocka_unit_test(test_stack_overflow_message),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
