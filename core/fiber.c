@@ -328,8 +328,11 @@ static void wake(struct pc_fiber *f, int rc)
 {
         int s = atomic_load_explicit(&f->state, memory_order_acquire);
 
-        f->wake_rc = rc;
         for (;;) {
+                /* Each wait has one waker; a wake that finds the fiber
+                 * already woken (READY) leaves its result alone. */
+                if (s == F_SUSPENDED || s == F_RUN)
+                        f->wake_rc = rc;
                 if (s == F_SUSPENDED) {
                         if (atomic_compare_exchange_weak_explicit(&f->state, &s, F_READY,
                                                                   memory_order_acq_rel,
