@@ -391,6 +391,11 @@ static bool idle_stopping(struct pc_worker *w)
                 w->stop_seen = true;
                 pc__timers_drop(w);
         }
+        /* Dropping timers (here, or in this pass's pc__timers_expire) woke
+         * the fibers asleep on them: run them before we call ourselves
+         * quiet, or worker 0 would end the run on its own queue. */
+        if (pc__queued(w) != 0)
+                return false;
         if (atomic_load_explicit(&rt->done, memory_order_acquire))
                 return true;
         atomic_store_explicit(&w->quiet, 1, memory_order_seq_cst);

@@ -251,6 +251,7 @@ static void test_sleep_order(void **state)
 
 struct stopping {
         _Atomic unsigned asleep, ended, cancelled, shut_first, shut;
+        int other_rc; /* a first sleep's result that is neither: reported */
         unsigned n;
 };
 
@@ -262,7 +263,9 @@ static void *long_sleeper(void *arg)
         atomic_fetch_add(&T.asleep, 1);
         if (atomic_load(&T.asleep) == T.n)
                 pc_runtime_stop(RT);
-        switch (pc_fiber_sleep_ns(3600ull * 1000000000u)) {
+        int rc = pc_fiber_sleep_ns(3600ull * 1000000000u);
+
+        switch (rc) {
         case -ECANCELED: /* asleep when the stop came */
                 atomic_fetch_add(&T.cancelled, 1);
                 break;
@@ -270,6 +273,7 @@ static void *long_sleeper(void *arg)
                 atomic_fetch_add(&T.shut_first, 1);
                 break;
         default:
+                T.other_rc = rc ? rc : 1000;
                 break;
         }
         /* Stopping: a new sleep is refused at once. */
@@ -304,6 +308,7 @@ static void test_stop_cancels_sleeps(void **state)
          * those asleep at the stop were cancelled (at least those the
          * stopping fiber's worker ran before it), the rest were refused. */
         assert_int_equal(atomic_load(&T.ended), T.n);
+        assert_int_equal(T.other_rc, 0);
         assert_int_equal(atomic_load(&T.cancelled) + atomic_load(&T.shut_first), T.n);
         assert_true(atomic_load(&T.cancelled) > 0);
         assert_int_equal(atomic_load(&T.shut), T.n);
