@@ -144,6 +144,7 @@ struct pc_worker {
         bool quiet_published;
         bool elastic;    /* elastic mode: stealable queue in use */
         uint64_t remote_min; /* cfg.remote_steal_min, kept hot */
+        uint64_t wake_tail;  /* sq.tail at the last pc__backlog_wake() */
         bool sticky_turn; /* alternate sticky and stealable queues */
         struct pc_steal_order order;
         /* Tasks the owner claimed from its stealable queue, oldest first. */
@@ -487,7 +488,7 @@ static inline void pc__push_local(struct pc_worker *w, struct pc_task *t)
                 if (pc__stealq_ring_len(&w->sq) >= PC_ADVERTISE_MIN)
                         pc__advertise(w);
         } else if (unlikely(atomic_load_explicit(&w->sq.tail, memory_order_relaxed) -
-                                    w->sq.seen_head >=
+                                    w->wake_tail >=
                             PC_WAKE_STEP)) {
                 pc__backlog_wake(w);
         }

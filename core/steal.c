@@ -45,23 +45,27 @@ void pc__advertise(struct pc_worker *w)
 }
 
 /*
- * Every PC_WAKE_STEP pushes while we advertise (the ring's length is at
- * most tail - seen_head, so a shorter ring is never measured): with a
- * fresh head (seen_head otherwise lags, refreshed only when the ring looks
- * full), wake the nearest sleeper, one on another node once the backlog
- * is worth a remote steal. Not once per backlog but all along: a thief
- * woken while the backlog was short, or one that took a small backlog
- * elsewhere, may have gone back to sleep, and nothing else would wake it
- * while the backlog grows. The fence orders our tail stores before the
- * sleeping flags are read, as pc__advertise()'s RMW does, for a thief that
- * checks the backlog after raising its flag. When nobody sleeps, this
- * costs a load of head, the fence and one load of nsleeping.
+ * Every PC_WAKE_STEP pushes while we advertise: if anyone sleeps, measure
+ * the backlog with a fresh head (seen_head otherwise lags, refreshed only
+ * when the ring looks full) and wake the nearest sleeper, one on another
+ * node once the backlog is worth a remote steal. Not once per backlog but
+ * all along: a thief woken while the backlog was short, or one that took a
+ * small backlog elsewhere, may have gone back to sleep, and nothing else
+ * would wake it while the backlog grows. The fence orders our tail stores
+ * before the sleeping flags are read, as pc__advertise()'s RMW does, for a
+ * thief that checks the backlog after raising its flag. The plain look at
+ * nsleeping first keeps a busy runtime (nobody asleep) down to one load of
+ * a read-mostly line per PC_WAKE_STEP pushes; a thief whose park it does
+ * not see yet is seen at the next step, while the backlog still grows.
  */
 void pc__backlog_wake(struct pc_worker *w)
 {
         struct pc_stealq *q = &w->sq;
         uint64_t t = atomic_load_explicit(&q->tail, memory_order_relaxed), len;
 
+        w->wake_tail = t;
+        if (atomic_load_explicit(&w->rt->nsleeping, memory_order_relaxed) == 0)
+                return;
         q->seen_head = atomic_load_explicit(&q->head, memory_order_acquire);
         len = t - q->seen_head;
         if (len < PC_ADVERTISE_MIN)
