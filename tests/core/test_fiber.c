@@ -15,15 +15,9 @@
 #include <unistd.h>
 
 #include "pc_test.h"
+#include "pc_core_pvt.h"
 
 static struct pc_runtime *RT;
-
-static inline void pc__cpu_relax_test(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
-}
 
 static void run_on(unsigned workers, pc_task_fn main_fn, void *arg)
 {
@@ -512,7 +506,7 @@ static void hog(void *arg)
 {
         (void)arg;
         while (G.elastic && atomic_load(&G.moved) == 0)
-                pc__cpu_relax_test();
+                pc__cpu_relax();
 }
 
 static void mig_main(void *arg)
