@@ -57,6 +57,19 @@ static void tcp_data(struct pc_conn *c, const void *data, size_t len, void *arg)
 
 static const struct pc_tcp_callbacks tcp_cb = {.on_data = tcp_data};
 
+/* TCP, blocking style (--fibers): each connection a loop of read, write in
+ * a fiber of its own. pc_conn_write() waits while the output is full. */
+static void tcp_fiber(struct pc_conn *c, void *arg)
+{
+        char buf[16384];
+        ssize_t n;
+
+        (void)arg;
+        while ((n = pc_conn_read(c, buf, sizeof(buf))) > 0)
+                if (pc_conn_write(c, buf, (size_t)n) < 0)
+                        break;
+}
+
 /* ---- main ------------------------------------------------------------------- */
 
 static void stop_cb(struct pc_timer *t, void *arg)
@@ -80,7 +93,7 @@ static void usage(FILE *f)
 {
         fprintf(f,
                 "usage: pc-echo [--backend kernel|dpdk] [-l ADDR] [-p TCP_PORT] [-U UDP_PORT]\n"
-                "               [-t WORKERS] [--duration S] [--help]\n"
+                "               [-t WORKERS] [--fibers] [--duration S] [--help]\n"
                 "Echoes TCP and UDP until --duration passes or SIGINT/SIGTERM, then prints\n"
                 "its counters.\n"
                 "  --backend B     kernel (io_uring sockets, default) or dpdk (UDP only;\n"
@@ -90,6 +103,8 @@ static void usage(FILE *f)
                 "  -p PORT         TCP port (default 7007; 0 = no TCP)\n"
                 "  -U PORT         UDP port (default 0 = no UDP)\n"
                 "  -t N            workers (default: PERCORE_WORKERS or one per CPU)\n"
+                "  --fibers        serve TCP blocking-style: a fiber per connection reading\n"
+                "                  and writing (pc_tcp_serve), instead of callbacks\n"
                 "  --duration S    seconds (default: until a signal)\n"
                 "Other settings: PERCORE_* variables (see README).\n");
 }
@@ -130,6 +145,7 @@ int main(int argc, char **argv)
         static const struct option lopts[] = {
                 {"backend", required_argument, NULL, 'b'},
                 {"duration", required_argument, NULL, 'd'},
+                {"fibers", no_argument, NULL, 'f'},
                 {"help", no_argument, NULL, 'h'},
                 {NULL, 0, NULL, 0},
         };
@@ -139,6 +155,7 @@ int main(int argc, char **argv)
         unsigned long tcp_port = 7007, udp_port = 0, v;
         struct in_addr ia;
         void *dport = NULL;
+        bool fibers = false;
         int c, rc;
 
         pc_config_init(&cfg);
@@ -187,6 +204,9 @@ int main(int argc, char **argv)
                                 return 2;
                         }
                         break;
+                case 'f':
+                        fibers = true;
+                        break;
                 case 'h':
                         usage(stdout);
                         return 0;
@@ -210,6 +230,10 @@ int main(int argc, char **argv)
                         return 2;
                 }
                 tcp_port = 0;
+                if (fibers) {
+                        fprintf(stderr, "pc-echo: --fibers serves TCP: not with --backend dpdk\n");
+                        return 2;
+                }
 #else
                 fprintf(stderr, "pc-echo: built without DPDK\n");
                 return 2;
@@ -227,8 +251,11 @@ int main(int argc, char **argv)
         if (be == BACKEND_KERNEL) {
                 struct pc_tcp_listener *l;
 
-                if (tcp_port && (rc = pc_tcp_listen(rt, addr, (uint16_t)tcp_port, &tcp_cb, NULL,
-                                                    &l))) {
+                if (tcp_port && fibers)
+                        rc = pc_tcp_serve(rt, addr, (uint16_t)tcp_port, tcp_fiber, NULL, &l);
+                else if (tcp_port)
+                        rc = pc_tcp_listen(rt, addr, (uint16_t)tcp_port, &tcp_cb, NULL, &l);
+                if (tcp_port && rc) {
                         fprintf(stderr, "pc-echo: TCP %s:%lu: %s\n", addr, tcp_port,
                                 pc_strerror(rc));
                         goto fail;
@@ -256,8 +283,9 @@ int main(int argc, char **argv)
                 dport = p;
         }
 #endif
-        printf("pc-echo: %s backend, %s tcp=%lu udp=%lu\n",
-               be == BACKEND_KERNEL ? "kernel" : "dpdk", addr, tcp_port, udp_port);
+        printf("pc-echo: %s backend, %s tcp=%lu%s udp=%lu\n",
+               be == BACKEND_KERNEL ? "kernel" : "dpdk", addr, tcp_port,
+               fibers ? " (fibers)" : "", udp_port);
         fflush(stdout);
         pc_runtime_stop_on_signals(rt);
         rc = pc_runtime_run(rt, echo_main, NULL);

@@ -355,13 +355,18 @@ static void wake(struct pc_fiber *f, int rc)
 
 int pc_fiber_spawn(pc_fiber_fn fn, void *arg, struct pc_fiber **out)
 {
+        return pc_fiber_spawn_flags(fn, arg, 0, out);
+}
+
+int pc_fiber_spawn_flags(pc_fiber_fn fn, void *arg, unsigned flags, struct pc_fiber **out)
+{
         struct pc_worker *w = cur_worker();
         struct pc_fiber *f;
         int rc;
 
         if (w == NULL)
                 return -EPERM;
-        if (fn == NULL)
+        if (fn == NULL || (flags & ~PC_FIBER_STICKY))
                 return -EINVAL;
         f = fiber_get(w);
         if (f == NULL)
@@ -371,7 +376,7 @@ int pc_fiber_spawn(pc_fiber_fn fn, void *arg, struct pc_fiber **out)
         f->result = NULL;
         f->wake_rc = 0;
         f->detached = out == NULL;
-        f->sticky = !w->elastic;
+        f->sticky = !w->elastic || (flags & PC_FIBER_STICKY);
         f->home = w->id;
         f->asan_fake = NULL;
         atomic_store_explicit(&f->joiner, NULL, memory_order_relaxed);

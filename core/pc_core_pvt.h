@@ -226,6 +226,12 @@ struct pc__module {
         /* Called by each worker on its own thread when its loop starts, on
          * every run, before it runs anything; pc__self is set. May be NULL. */
         void (*worker_start)(struct pc_worker *w, void *arg);
+        /* Called by each worker on its own thread when it first sees the
+         * run stopping (idle, stop requested), before its timers are
+         * dropped: the module wakes the fibers that wait on it, with
+         * -ECANCELED, so that they run to their end in the drain. May be
+         * NULL. */
+        void (*worker_stopping)(struct pc_worker *w, void *arg);
         /* Called by each worker on its own thread when its loop ends, on
          * every run, after its last task ran; pc__self is still set. The
          * thread may exit next (workers other than 0 do), taking with it

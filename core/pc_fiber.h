@@ -43,6 +43,17 @@ typedef void *(*pc_fiber_fn)(void *arg);
  */
 int pc_fiber_spawn(pc_fiber_fn fn, void *arg, struct pc_fiber **out);
 
+/** pc_fiber_spawn_flags(): the fiber never leaves the calling worker, in
+ * elastic mode too (it uses what belongs to that worker: a connection, a
+ * shard's data). Thread-per-core mode makes every fiber sticky. */
+#define PC_FIBER_STICKY (1u << 0)
+
+/**
+ * pc_fiber_spawn() with @flags: 0 or PC_FIBER_STICKY. Errors: those of
+ * pc_fiber_spawn(), and -EINVAL for an unknown flag. Worker only.
+ */
+int pc_fiber_spawn_flags(pc_fiber_fn fn, void *arg, unsigned flags, struct pc_fiber **out);
+
 /**
  * Wait for @f to return, then free it; *result (if not NULL) gets fn's
  * return value. Each joinable fiber is joined exactly once, by one fiber

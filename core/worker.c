@@ -389,6 +389,9 @@ static bool idle_stopping(struct pc_worker *w)
 
         if (!w->stop_seen) {
                 w->stop_seen = true;
+                for (struct pc__module *m = rt->modules; m; m = m->next)
+                        if (m->worker_stopping)
+                                m->worker_stopping(w, m->arg);
                 pc__timers_drop(w);
         }
         /* Dropping timers (here, or in this pass's pc__timers_expire) woke

@@ -17,6 +17,7 @@
 static void knet_destroy(struct pc_runtime *rt, void *arg);
 static void knet_worker_start(struct pc_worker *w, void *arg);
 static void knet_worker_stop(struct pc_worker *w, void *arg);
+static void knet_worker_stopping(struct pc_worker *w, void *arg);
 
 struct knet *pc__knet_get(struct pc_runtime *rt, bool create)
 {
@@ -51,6 +52,7 @@ struct knet *pc__knet_get(struct pc_runtime *rt, bool create)
         k->module.destroy = knet_destroy;
         k->module.worker_start = knet_worker_start;
         k->module.worker_stop = knet_worker_stop;
+        k->module.worker_stopping = knet_worker_stopping;
         pc__module_add(rt, &k->module);
         return k;
 }
@@ -458,6 +460,15 @@ static void knet_worker_stop(struct pc_worker *w, void *arg)
         kw->quiescing = false;
 }
 
+/* The run is stopping: the fibers that wait on a connection of this
+ * worker run on, to their end, in the drain. */
+static void knet_worker_stopping(struct pc_worker *w, void *arg)
+{
+        struct knet *k = arg;
+
+        pc__tcp_fibers_cancel(k->kw[w->id]);
+}
+
 static void knet_destroy(struct pc_runtime *rt, void *arg)
 {
         struct knet *k = arg;
@@ -507,6 +518,7 @@ static void read_stats(const struct kstats *s, struct pc_knet_stats *o, bool add
                 .writable = RD(writable),
                 .rings_deferred = RD(rings_deferred),
                 .rings_sleeping = RD(rings_sleeping),
+                .read_paused = RD(read_paused),
         };
 #undef RD
         uint64_t *d = (uint64_t *)o;
@@ -549,20 +561,21 @@ void pc_knet_stats_print(const struct pc_runtime *rt, FILE *f)
 {
         struct pc_knet_stats s;
 
-        fprintf(f, "%-6s %10s %8s %8s %8s %8s %12s %12s %8s %10s %10s %8s %8s %8s %5s %5s\n",
+        fprintf(f, "%-6s %10s %8s %8s %8s %8s %12s %12s %8s %10s %10s %8s %8s %8s %5s %5s %8s\n",
                 "worker", "accepted", "refused", "errors", "closed", "resets", "bytes_in",
                 "bytes_out", "backpr", "udp_rx", "udp_tx", "mshot", "nobufs", "writable",
-                "defer", "rsleep");
+                "defer", "rsleep", "rpaused");
         for (unsigned i = 0; i < pc_runtime_workers(rt); i++) {
                 if (pc_knet_stats(rt, (int)i, &s))
                         return;
                 fprintf(f,
                         "%-6u %10" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64
                         " %12" PRIu64 " %12" PRIu64 " %8" PRIu64 " %10" PRIu64 " %10" PRIu64
-                        " %8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %5" PRIu64 " %5" PRIu64 "\n",
+                        " %8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %5" PRIu64 " %5" PRIu64
+                        " %8" PRIu64 "\n",
                         i, s.accepted, s.refused, s.accept_errors, s.closed, s.resets,
                         s.bytes_in, s.bytes_out, s.backpressure, s.udp_rx, s.udp_tx,
                         s.recv_multishot, s.recv_nobufs, s.writable, s.rings_deferred,
-                        s.rings_sleeping);
+                        s.rings_sleeping, s.read_paused);
         }
 }

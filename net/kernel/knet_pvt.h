@@ -50,6 +50,7 @@ struct kstats {
         _Atomic uint64_t bytes_in, bytes_out, backpressure, send_refused, out_max;
         _Atomic uint64_t udp_rx, udp_tx, udp_drops;
         _Atomic uint64_t recv_multishot, recv_nobufs, writable, rings_deferred, rings_sleeping;
+        _Atomic uint64_t read_paused;
 };
 
 /* Owner-only increment of a counter other threads read. */
@@ -73,6 +74,7 @@ struct klsock {
 struct pc_tcp_listener {
         const struct pc_tcp_callbacks *cb;
         void *arg;
+        void *serve; /* pc_tcp_serve()'s record (the callbacks' @arg), or NULL */
         uint16_t port;
         unsigned n;
         struct klsock s[]; /* one per worker */
@@ -113,6 +115,21 @@ struct pc_conn {
         bool reset;    /* counted as a reset already */
         int err;       /* for on_close */
         struct sockaddr_in peer; /* connect target */
+        /* Served by a fiber (tcp_fiber.c): input waits in @fin for
+         * pc_conn_read(), or goes straight into the buffer of the reader
+         * waiting (@rd_buf); reading pauses (@in_paused) while @fin is
+         * full. The memory outlives on_close while the fiber runs
+         * (@fiber_live; a @zombie then, on the worker's zombie list). */
+        bool in_paused;
+        bool fiber_live;
+        bool zombie;
+        bool f_eof;    /* on_data(len 0) came */
+        bool f_closed; /* on_close came */
+        int f_err;     /* its error */
+        struct pc_fiber *rd_fiber, *wr_fiber; /* waiting in read / write */
+        char *rd_buf;
+        size_t rd_len;
+        struct kbuf fin;
 };
 
 /* One worker's socket of a UDP port, plus its batched output. */
@@ -153,6 +170,7 @@ struct kworker {
         struct io_uring ring;
         unsigned nconns;
         struct pc_conn *conns;
+        struct pc_conn *zombies; /* closed, their fibers still running */
         char *udp_rxbuf; /* KNET_UDP_BATCH x 64 KiB, allocated on first use */
         /* Provided buffers for multishot recv: @nbufs of opts.rbuf bytes at
          * @bufs, handed to the kernel through @br (buffer group KNET_BGID). */
@@ -200,6 +218,17 @@ void pc__tcp_bufs_free(struct kworker *kw);
 void pc__tcp_worker_start(struct kworker *kw);
 void pc__tcp_complete(struct kworker *kw, unsigned tag, void *ptr, int res, unsigned flags);
 void pc__tcp_destroy(struct knet *k);
+/* Pause or resume reading @c for its fiber (a reason beside backpressure). */
+void pc__conn_input_pause(struct pc_conn *c, bool pause);
+/* End @c at once with @err (its queued output dropped). */
+void pc__conn_abort(struct pc_conn *c, int err);
+/* @c's fiber ended: free @c if it closed meanwhile. */
+void pc__conn_fiber_done(struct pc_conn *c);
+int pc__kbuf_put(struct kbuf *b, const void *data, size_t len);
+
+/* tcp_fiber.c */
+/* The run is stopping: fibers waiting in pc_conn_read/write get -ECANCELED. */
+void pc__tcp_fibers_cancel(struct kworker *kw);
 
 /* udp.c */
 void pc__udp_worker_start(struct kworker *kw);

@@ -54,6 +54,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "percore.h"
 #include "pc_net.h"
@@ -193,6 +194,53 @@ unsigned pc_conn_worker(const struct pc_conn *c);
 void pc_conn_set_data(struct pc_conn *c, void *data);
 void *pc_conn_data(const struct pc_conn *c);
 
+/* ---- Blocking-style TCP (fibers) ------------------------------------------- */
+
+/** A connection's handler: runs in a fiber of its own (pc_fiber.h). */
+typedef void (*pc_conn_fiber_fn)(struct pc_conn *c, void *arg);
+
+/**
+ * Listen like pc_tcp_listen(), but serve each accepted connection by
+ * running fn(c, @arg) in a fiber of its own on the accepting worker
+ * (sticky: it never moves, in elastic mode either). The handler reads and
+ * writes with pc_conn_read() / pc_conn_write(), and may use every other
+ * pc_conn_* call and any fiber call (awaits, sleeps). The connection
+ * stays open after the peer's EOF until fn returns (pc_conn_linger), then
+ * closes gracefully (what was written is still sent) unless fn closed it
+ * already; @c stays valid until fn returns, even if the peer reset it.
+ * Input that fn has not read yet is kept up to four receive buffers
+ * (4 * opts.rbuf); past that the backend stops reading the connection, so
+ * the peer's window closes instead of the server's memory growing.
+ * When the run stops, handlers waiting in a read or write get
+ * -ECANCELED and run to their end; a later wait gets -ESHUTDOWN.
+ * Errors: those of pc_tcp_listen(), and -EINVAL for a NULL @fn. The
+ * thread that created @rt, before pc_runtime_run().
+ */
+int pc_tcp_serve(struct pc_runtime *rt, const char *addr, uint16_t port, pc_conn_fiber_fn fn,
+                 void *arg, struct pc_tcp_listener **out);
+
+/**
+ * Wait for input on @c: returns 1..@len bytes read into @buf, 0 once the
+ * peer shut its write side and everything before was read, or -errno:
+ * the connection's error (-ECONNRESET, -ETIMEDOUT, ...), -EPIPE after our
+ * own close, -ECANCELED (the run began stopping while we waited),
+ * -ESHUTDOWN (it had), -EINVAL (@buf NULL, @len 0, or @c not served by
+ * pc_tcp_serve()), -EXDEV (another worker's connection), -EPERM
+ * off-fiber. Fiber only: the handler's fiber, or another fiber of @c's
+ * worker (one reader at a time).
+ */
+ssize_t pc_conn_read(struct pc_conn *c, void *buf, size_t len);
+
+/**
+ * Queue all @len bytes of @buf to @c (copied), waiting while the output is
+ * full (the cap of pc_conn_send()); a write larger than the cap goes in
+ * pieces. Returns @len, or -errno: the connection's error, -EPIPE (closed),
+ * -ECANCELED / -ESHUTDOWN (the run stops), -ENOMEM, -EINVAL, -EXDEV,
+ * -EPERM off-fiber. After an error some of the bytes may have been queued.
+ * Fiber only, on @c's worker (one writer at a time).
+ */
+ssize_t pc_conn_write(struct pc_conn *c, const void *buf, size_t len);
+
 /* ---- UDP ------------------------------------------------------------------ */
 
 struct pc_kudp;
@@ -252,6 +300,9 @@ struct pc_knet_stats {
                                       them (DEFER_TASKRUN; 0 or 1 a worker) */
         uint64_t rings_sleeping; /**< workers that sleep in their ring's
                                       io_uring_enter (0 or 1 a worker) */
+        uint64_t read_paused;   /**< times reading a pc_tcp_serve() connection
+                                     paused: its handler had not read what
+                                     came (4 receive buffers' worth) */
 };
 
 /**

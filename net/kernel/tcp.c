@@ -22,6 +22,11 @@
 static void arm_recv(struct pc_conn *c);
 static void finish(struct pc_conn *c, int err);
 
+static bool reading_paused(const struct pc_conn *c)
+{
+        return c->paused || c->in_paused;
+}
+
 static size_t buffered(const struct pc_conn *c)
 {
         return (c->inflight.len - c->inflight.off) + (c->pending.len - c->pending.off);
@@ -30,6 +35,18 @@ static size_t buffered(const struct pc_conn *c)
 static void set_ud(struct kworker *kw, struct io_uring_sqe *sqe, void *p, enum ktag tag)
 {
         pc__knet_arm(kw, sqe, (uint64_t)(uintptr_t)p | tag);
+}
+
+/* Out of line: inlined, GCC 12's -Wuse-after-free cannot follow the
+ * reference count that keeps its callers' @c alive, and warns. */
+static __attribute__((noinline)) void conn_mem_free(struct pc_conn *c)
+{
+        free(c->inflight.p);
+        free(c->pending.p);
+        free(c->held.p);
+        free(c->fin.p);
+        free(c->rbuf);
+        free(c);
 }
 
 static void conn_free(struct pc_conn *c)
@@ -48,11 +65,34 @@ static void conn_free(struct pc_conn *c)
         kinc(&kw->st.closed, 1);
         if (c->open && c->cb->on_close)
                 c->cb->on_close(c, c->err, c->arg);
-        free(c->inflight.p);
-        free(c->pending.p);
-        free(c->held.p);
-        free(c->rbuf);
-        free(c);
+        if (c->fiber_live) {
+                /* Its fiber still holds it: the memory stays (on the
+                 * zombie list, for destroy) until pc__conn_fiber_done(). */
+                c->prev = NULL;
+                c->next = kw->zombies;
+                if (kw->zombies)
+                        kw->zombies->prev = c;
+                kw->zombies = c;
+                c->zombie = true;
+                return;
+        }
+        conn_mem_free(c);
+}
+
+void pc__conn_fiber_done(struct pc_conn *c)
+{
+        struct kworker *kw = c->kw;
+
+        c->fiber_live = false;
+        if (!c->zombie)
+                return;
+        if (c->prev)
+                c->prev->next = c->next;
+        else
+                kw->zombies = c->next;
+        if (c->next)
+                c->next->prev = c->prev;
+        conn_mem_free(c);
 }
 
 static void unref(struct pc_conn *c)
@@ -104,7 +144,7 @@ static bool held_pending(const struct pc_conn *c)
 }
 
 /* Append @len bytes to @b, growing it (doubling) as needed. */
-static int kbuf_put(struct kbuf *b, const void *data, size_t len)
+int pc__kbuf_put(struct kbuf *b, const void *data, size_t len)
 {
         size_t need;
 
@@ -141,7 +181,7 @@ static void arm_recv(struct pc_conn *c)
         unsigned rbuf = kw->k->opts.rbuf;
         struct io_uring_sqe *sqe;
 
-        if (c->recv_armed || c->closing || c->dead || c->paused || c->held_eof || c->eof ||
+        if (c->recv_armed || c->closing || c->dead || reading_paused(c) || c->held_eof || c->eof ||
             held_pending(c) || kw->quiescing)
                 return;
         if (!kw->mshot && c->rbuf == NULL && (c->rbuf = malloc(rbuf)) == NULL) {
@@ -240,8 +280,8 @@ static void deliver(struct pc_conn *c, const char *p, size_t len)
         kinc(&c->kw->st.bytes_in, len);
         if (c->dead || c->closing)
                 return;
-        if (c->paused || held_pending(c) || c->kw->quiescing) {
-                if (kbuf_put(&c->held, p, len))
+        if (reading_paused(c) || held_pending(c) || c->kw->quiescing) {
+                if (pc__kbuf_put(&c->held, p, len))
                         conn_error(c, -ENOMEM);
                 else
                         cancel_recv(c); /* if none could be queued before */
@@ -257,7 +297,7 @@ static void peer_eof(struct pc_conn *c)
 {
         if (c->dead || c->closing)
                 return;
-        if (c->paused || held_pending(c) || c->kw->quiescing) {
+        if (reading_paused(c) || held_pending(c) || c->kw->quiescing) {
                 c->held_eof = true;
                 return;
         }
@@ -270,14 +310,17 @@ static void peer_eof(struct pc_conn *c)
         maybe_done(c);
 }
 
-/* The output drained: deliver what was held while paused (one receive's
- * worth at a time, so the pause rule still holds), then read again. */
+/* Reading may go on (the output drained, or the fiber reading the
+ * connection took what it had): deliver what was held while paused (one
+ * receive's worth at a time, so the pause rules still hold), then read
+ * again. Nothing while either reason to pause remains. */
 static void resume(struct pc_conn *c)
 {
         unsigned rbuf = c->kw->k->opts.rbuf;
 
-        c->paused = false;
-        while (held_pending(c) && !c->paused && !c->dead && !c->closing) {
+        if (reading_paused(c))
+                return;
+        while (held_pending(c) && !reading_paused(c) && !c->dead && !c->closing) {
                 size_t n = c->held.len - c->held.off;
                 const char *p = c->held.p + c->held.off;
 
@@ -294,7 +337,7 @@ static void resume(struct pc_conn *c)
                 /* Held input is the exception: give its memory back. */
                 free(c->held.p);
                 memset(&c->held, 0, sizeof(c->held));
-                if (c->held_eof && !c->paused) {
+                if (c->held_eof && !reading_paused(c)) {
                         c->held_eof = false;
                         peer_eof(c);
                 }
@@ -398,8 +441,10 @@ static void on_send(struct pc_conn *c, int res)
                                 return;
                 }
         }
-        if (c->paused && buffered(c) <= low)
+        if (c->paused && buffered(c) <= low) {
+                c->paused = false;
                 resume(c);
+        }
         maybe_done(c);
 }
 
@@ -537,10 +582,7 @@ static void conn_restart(struct pc_conn *c)
         if (c->dead)
                 return;
         c->refs++;
-        if (c->paused)
-                arm_recv(c); /* no-op: on_send resumes once the output drains */
-        else
-                resume(c);
+        resume(c); /* while paused, on_send (or the reading fiber) resumes */
         kick_send(c);
         maybe_done(c);
         unref(c);
@@ -669,7 +711,7 @@ int pc_conn_send(struct pc_conn *c, const void *data, size_t len)
                 c->want_writable = true;
                 return -ENOBUFS;
         }
-        if (kbuf_put(&c->pending, data, len))
+        if (pc__kbuf_put(&c->pending, data, len))
                 return -ENOMEM;
         if (total > atomic_load_explicit(&kw->st.out_max, memory_order_relaxed))
                 atomic_store_explicit(&kw->st.out_max, total, memory_order_relaxed);
@@ -701,6 +743,25 @@ int pc_conn_linger(struct pc_conn *c)
                 return -EPIPE;
         c->linger = true;
         return 0;
+}
+
+/* From a callback of @c's, whose reference keeps @c alive. */
+void pc__conn_abort(struct pc_conn *c, int err)
+{
+        conn_error(c, err);
+}
+
+void pc__conn_input_pause(struct pc_conn *c, bool pause)
+{
+        if (pause == c->in_paused)
+                return;
+        c->in_paused = pause;
+        c->refs++; /* what resume() delivers may end @c */
+        if (pause)
+                cancel_recv(c);
+        else
+                resume(c);
+        unref(c);
 }
 
 size_t pc_conn_buffered(const struct pc_conn *c)
@@ -735,19 +796,22 @@ void pc__tcp_destroy(struct knet *k)
                 for (c = kw->conns; c; c = next) {
                         next = c->next;
                         close(c->fd);
-                        free(c->inflight.p);
-                        free(c->pending.p);
-                        free(c->held.p);
-                        free(c->rbuf);
-                        free(c);
+                        conn_mem_free(c);
                 }
                 kw->conns = NULL;
+                /* Closed, their fibers never ended (a run stopped under them). */
+                for (c = kw->zombies; c; c = next) {
+                        next = c->next;
+                        conn_mem_free(c);
+                }
+                kw->zombies = NULL;
         }
         for (unsigned i = 0; i < k->nl; i++) {
                 struct pc_tcp_listener *l = k->listeners[i];
                 for (unsigned j = 0; j < l->n; j++)
                         if (l->s[j].fd >= 0)
                                 close(l->s[j].fd);
+                free(l->serve);
                 free(l);
         }
         k->nl = 0;

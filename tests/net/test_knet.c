@@ -127,6 +127,41 @@ static void noop_main(void *arg)
         (void)arg;
 }
 
+/* The same server blocking-style: a fiber per connection (pc_tcp_serve),
+ * reading and writing; the counts are the handler's. */
+static _Atomic uint64_t fib_cancels, fib_shutdowns, fib_misuse;
+
+static void fiber_echo(struct pc_conn *c, void *arg)
+{
+        static const char tag[] = "x";
+        char buf[6000]; /* smaller than a receive: reads split what came */
+        unsigned worker = (unsigned)pc_worker_id();
+        ssize_t n;
+
+        (void)arg;
+        atomic_fetch_add(&opens, 1);
+        CHECK(worker == pc_conn_worker(c));
+        if (pc_conn_read(c, NULL, 1) != -EINVAL || pc_conn_read(c, buf, 0) != -EINVAL ||
+            pc_conn_write(c, NULL, 1) != -EINVAL)
+                atomic_fetch_add(&fib_misuse, 1);
+        CHECK(pc_conn_write(c, tag, 0) == 0);
+        while ((n = pc_conn_read(c, buf, 1 + (size_t)(pc_now_ns() % sizeof(buf)))) > 0) {
+                /* Sticky: elastic mode never moves a connection's fiber. */
+                if ((unsigned)pc_worker_id() != worker)
+                        atomic_fetch_add(&wrong_worker, 1);
+                if (pc_conn_write(c, buf, (size_t)n) != n) {
+                        atomic_fetch_add(&send_errors, 1);
+                        break;
+                }
+        }
+        if (n == -ECANCELED) {
+                atomic_fetch_add(&fib_cancels, 1);
+                if (pc_conn_read(c, buf, sizeof(buf)) == -ESHUTDOWN)
+                        atomic_fetch_add(&fib_shutdowns, 1);
+        }
+        atomic_fetch_add(n == 0 ? &closes_clean : &closes_err, 1);
+}
+
 struct srv {
         struct pc_runtime *rt;
         uint16_t port;
@@ -134,17 +169,33 @@ struct srv {
         void *arg;
 };
 
+/* Test modes beside the backend's flags, in a test's prestate. */
+#define T_FIBERS (1u << 16) /* serve with pc_tcp_serve(fiber_echo) */
+#define T_ELASTIC (1u << 17) /* PC_MODE_ELASTIC */
+#define T_MODES (T_FIBERS | T_ELASTIC)
+
 static void srv_create(struct srv *s, unsigned workers, const struct pc_knet_opts *o)
 {
         struct pc_config cfg;
         struct pc_tcp_listener *l;
+        struct pc_knet_opts ko;
+        unsigned modes = o ? o->flags & T_MODES : 0;
 
         reset_counts();
+        fib_cancels = fib_shutdowns = fib_misuse = 0;
         pc_test_config(&cfg, workers);
+        if (modes & T_ELASTIC)
+                cfg.mode = PC_MODE_ELASTIC;
         assert_int_equal(pc_runtime_create(&cfg, &s->rt), 0);
-        if (o)
-                assert_int_equal(pc_knet_configure(s->rt, o), 0);
-        assert_int_equal(pc_tcp_listen(s->rt, "127.0.0.1", 0, &echo_cb, NULL, &l), 0);
+        if (o) {
+                ko = *o;
+                ko.flags &= ~T_MODES;
+                assert_int_equal(pc_knet_configure(s->rt, &ko), 0);
+        }
+        if (modes & T_FIBERS)
+                assert_int_equal(pc_tcp_serve(s->rt, "127.0.0.1", 0, fiber_echo, NULL, &l), 0);
+        else
+                assert_int_equal(pc_tcp_listen(s->rt, "127.0.0.1", 0, &echo_cb, NULL, &l), 0);
         s->port = pc_tcp_listener_port(l);
         assert_true(s->port != 0);
 }
@@ -271,6 +322,9 @@ static unsigned recv_flags(void **state)
 static const unsigned single_recv = PC_KNET_SINGLE_RECV;
 static const unsigned no_defer = PC_KNET_NO_DEFER;
 static const unsigned efd_sleep = PC_KNET_EFD_SLEEP;
+static const unsigned fibers_only = T_FIBERS;
+static const unsigned fibers_single = T_FIBERS | PC_KNET_SINGLE_RECV;
+static const unsigned fibers_elastic = T_FIBERS | T_ELASTIC;
 
 /* Whether this kernel makes rings that defer task work (6.1 and later). */
 static bool kernel_has_defer(void)
@@ -444,6 +498,7 @@ static void test_many_clients(void **state)
         assert_int_equal(st.conns, 0);
         assert_int_equal(atomic_load(&closes_clean), m.n);
         assert_int_equal(atomic_load(&closes_err), 0);
+        assert_int_equal(atomic_load(&fib_misuse), 0);
         check_recv_mode(&st, o.flags);
         /* The kernel spread the connections over the workers' listeners. */
         unsigned busy = 0;
@@ -471,7 +526,9 @@ struct slow {
 static bool backpressured(const struct pc_knet_stats *st, void *arg)
 {
         (void)arg;
-        return st->backpressure >= 1;
+        /* A fiber's handler stops reading while its write waits, which
+         * pauses reading too (read_paused). */
+        return st->backpressure >= 1 || st->read_paused >= 1;
 }
 
 /* Send up to 32 MB without reading. The server echoes until its output
@@ -536,9 +593,11 @@ static void test_slow_reader(void **state)
         struct pc_knet_stats st;
         size_t held_max;
 
+        bool fibers = o.flags & T_FIBERS;
+
         srv_create(&s, 1, &o);
         srv_run(&s, slow_client, &sl);
-        assert_true(sl.at_stall.backpressure >= 1);
+        assert_true(sl.at_stall.backpressure + sl.at_stall.read_paused >= 1);
         /* What the server held for us never exceeded the cap... */
         assert_true(sl.at_stall.out_max <= SLOW_CAP);
         assert_true(sl.at_stall.out_max > SLOW_CAP / 2);
@@ -548,13 +607,18 @@ static void test_slow_reader(void **state)
          * recv), not the gigabytes a client could send. */
         st = stats(s.rt);
         held_max = st.recv_multishot ? (size_t)o.recv_bufs * o.rbuf : 0;
+        if (fibers) /* input the handler did not read yet, and its buffer */
+                held_max += 4 * (size_t)o.rbuf + 6000;
         assert_true(sl.at_stall.bytes_in - sl.at_stall.bytes_out <= SLOW_CAP + held_max);
         check_recv_mode(&st, o.flags);
         assert_int_equal(sl.rcvd, sl.sent);
         assert_int_equal(sl.bad, 0);
         st = stats(s.rt);
         assert_true(st.out_max <= SLOW_CAP);
-        assert_int_equal(st.send_refused, 0);
+        if (fibers) /* a write that waited for room was woken by on_writable */
+                assert_int_equal(st.writable, st.send_refused);
+        else
+                assert_int_equal(st.send_refused, 0);
         assert_int_equal(atomic_load(&send_errors), 0);
         pc_runtime_destroy(s.rt);
 }
@@ -623,12 +687,12 @@ static void *reset_client(void *arg)
 
 static void test_resets(void **state)
 {
+        struct pc_knet_opts o = {.flags = recv_flags(state)};
         struct srv s;
         struct resets rs = {.s = &s, .n = 50};
         struct pc_knet_stats st;
 
-        (void)state;
-        srv_create(&s, 2, NULL);
+        srv_create(&s, 2, &o);
         srv_run(&s, reset_client, &rs);
         st = stats(s.rt);
         assert_int_equal(st.resets, rs.n);
@@ -1468,6 +1532,230 @@ static void test_stop_midstream(void **state)
         pc_runtime_destroy(s.rt);
 }
 
+/* ---- fibers: the run stops under handlers waiting to read --------------------- */
+
+#define IDLE_CONNS 20
+
+struct idle {
+        struct srv *s;
+        int fd[IDLE_CONNS];
+        unsigned opened;
+};
+
+/* Each connection's handler echoes a ping, then waits in pc_conn_read for
+ * more that never comes: we return with the connections open, and the
+ * run must still end, every handler's read returning -ECANCELED. */
+static void *idle_client(void *arg)
+{
+        struct idle *id = arg;
+
+        for (unsigned k = 0; k < IDLE_CONNS; k++) {
+                char b[4];
+
+                id->fd[k] = tcp_client(id->s->port, false);
+                if (id->fd[k] < 0)
+                        return NULL;
+                id->opened++;
+                if (!CHECK(send(id->fd[k], "ping", 4, MSG_NOSIGNAL) == 4) ||
+                    !CHECK(recv(id->fd[k], b, 4, MSG_WAITALL) == 4))
+                        return NULL;
+        }
+        return NULL;
+}
+
+static void test_fiber_stop(void **state)
+{
+        struct pc_knet_opts o = {.flags = recv_flags(state) | T_FIBERS};
+        struct srv s;
+        struct idle id = {.s = &s};
+
+        srv_create(&s, 2, &o);
+        srv_run(&s, idle_client, &id);
+        assert_int_equal(id.opened, IDLE_CONNS);
+        assert_int_equal(atomic_load(&opens), IDLE_CONNS);
+        assert_int_equal(atomic_load(&fib_cancels), IDLE_CONNS);
+        assert_int_equal(atomic_load(&fib_shutdowns), IDLE_CONNS);
+        assert_int_equal(atomic_load(&closes_err), IDLE_CONNS);
+        for (unsigned k = 0; k < id.opened; k++)
+                close(id.fd[k]);
+        pc_runtime_destroy(s.rt);
+}
+
+/* ---- fibers: a handler that does not read ----------------------------------------- */
+
+#define LAZY_RBUF (16u << 10)
+#define LAZY_BUFS 16
+
+static _Atomic bool lazy_go;
+static _Atomic uint64_t lazy_bad;
+
+/* Reads nothing until told, then checks every byte and answers with the
+ * count once the client shuts its side. */
+static void lazy_reader(struct pc_conn *c, void *arg)
+{
+        char buf[4096];
+        uint64_t got = 0;
+        ssize_t n;
+
+        (void)arg;
+        while (!atomic_load(&lazy_go))
+                if (pc_fiber_sleep_ns(1000000) != 0)
+                        return;
+        while ((n = pc_conn_read(c, buf, sizeof(buf))) > 0)
+                for (ssize_t j = 0; j < n; j++, got++)
+                        if ((uint8_t)buf[j] != pattern(3, got))
+                                atomic_fetch_add(&lazy_bad, 1);
+        if (n < 0 || pc_conn_write(c, &got, sizeof(got)) != (ssize_t)sizeof(got))
+                atomic_fetch_add(&lazy_bad, 1);
+}
+
+struct lazy {
+        struct srv *s;
+        struct pc_knet_stats at_stall;
+        size_t sent;
+        uint64_t echoed;
+};
+
+static void *lazy_client(void *arg)
+{
+        struct lazy *lz = arg;
+        const size_t total = 64u << 20;
+        int fd = tcp_client(lz->s->port, true);
+        static uint8_t buf[65536];
+        int stalled_ms = 0;
+
+        if (fd < 0)
+                return NULL;
+        while (lz->sent < total && stalled_ms < 300) {
+                size_t want = total - lz->sent < sizeof(buf) ? total - lz->sent : sizeof(buf);
+                ssize_t w;
+
+                for (size_t j = 0; j < want; j++)
+                        buf[j] = pattern(3, lz->sent + j);
+                w = send(fd, buf, want, MSG_NOSIGNAL);
+                if (w > 0) {
+                        lz->sent += (size_t)w;
+                        stalled_ms = 0;
+                } else {
+                        struct pollfd p = {.fd = fd, .events = POLLOUT};
+                        if (poll(&p, 1, 10) == 0)
+                                stalled_ms += 10;
+                }
+        }
+        CHECK(lz->sent < total);
+        lz->at_stall = client_stats(lz->s->rt);
+        atomic_store(&lazy_go, true);
+        /* The rest goes in blocking: the handler reads now. */
+        fcntl(fd, F_SETFL, 0);
+        while (lz->sent < total) {
+                size_t want = total - lz->sent < sizeof(buf) ? total - lz->sent : sizeof(buf);
+                ssize_t w;
+
+                for (size_t j = 0; j < want; j++)
+                        buf[j] = pattern(3, lz->sent + j);
+                w = send(fd, buf, want, MSG_NOSIGNAL);
+                if (!CHECK(w > 0))
+                        break;
+                lz->sent += (size_t)w;
+        }
+        shutdown(fd, SHUT_WR);
+        CHECK(recv(fd, &lz->echoed, sizeof(lz->echoed), MSG_WAITALL) ==
+              (ssize_t)sizeof(lz->echoed));
+        close(fd);
+        return NULL;
+}
+
+/* The handler's unread input is capped: reading pauses (read_paused),
+ * the kernel's buffers fill, and the client stalls; then everything
+ * arrives, in order. */
+static void test_fiber_lazy_reader(void **state)
+{
+        struct pc_knet_opts o = {.rbuf = LAZY_RBUF, .recv_bufs = LAZY_BUFS,
+                                 .flags = recv_flags(state)};
+        struct pc_config cfg;
+        struct pc_tcp_listener *l;
+        struct srv s;
+        struct lazy lz = {.s = &s};
+        size_t bound;
+
+        atomic_store(&lazy_go, false);
+        atomic_store(&lazy_bad, 0);
+        pc_test_config(&cfg, 1);
+        assert_int_equal(pc_runtime_create(&cfg, &s.rt), 0);
+        assert_int_equal(pc_knet_configure(s.rt, &o), 0);
+        assert_int_equal(pc_tcp_serve(s.rt, "127.0.0.1", 0, lazy_reader, NULL, &l), 0);
+        s.port = pc_tcp_listener_port(l);
+        srv_run(&s, lazy_client, &lz);
+        assert_true(lz.at_stall.read_paused >= 1);
+        /* Held: four receive buffers for the handler, plus what one pass
+         * of multishot receives brings before the pause cancels them. */
+        bound = 4 * (size_t)LAZY_RBUF + (lz.at_stall.recv_multishot ? LAZY_BUFS * LAZY_RBUF :
+                                                                      LAZY_RBUF);
+        assert_true(lz.at_stall.bytes_in <= bound);
+        assert_int_equal(lz.echoed, lz.sent);
+        assert_int_equal(atomic_load(&lazy_bad), 0);
+        pc_runtime_destroy(s.rt);
+}
+
+/* ---- fibers: calls that must be refused ----------------------------------------- */
+
+static _Atomic int misuse_read = 1, misuse_write = 1;
+
+static void *misuse_fiber(void *arg)
+{
+        char b[4];
+
+        /* A connection served by callbacks has no reader to wake. */
+        atomic_store(&misuse_read, (int)pc_conn_read(arg, b, sizeof(b)));
+        atomic_store(&misuse_write, (int)pc_conn_write(arg, "x", 1));
+        return NULL;
+}
+
+static void misuse_accept(struct pc_conn *c, void *arg)
+{
+        srv_accept(c, arg);
+        CHECK(pc_fiber_spawn(misuse_fiber, c, NULL) == 0);
+}
+
+static const struct pc_tcp_callbacks misuse_cb = {
+        .on_accept = misuse_accept,
+        .on_data = srv_data,
+        .on_close = srv_close,
+};
+
+static void *misuse_client(void *arg)
+{
+        struct srv *s = arg;
+        bool ok;
+
+        echo_once(s->port, "ping", &ok);
+        CHECK(ok);
+        return NULL;
+}
+
+static void test_fiber_errors(void **state)
+{
+        struct pc_config cfg;
+        struct pc_tcp_listener *l;
+        struct srv s;
+        char b[4];
+
+        (void)state;
+        reset_counts();
+        pc_test_config(&cfg, 1);
+        assert_int_equal(pc_runtime_create(&cfg, &s.rt), 0);
+        assert_int_equal(pc_tcp_serve(s.rt, "127.0.0.1", 0, NULL, NULL, &l), -EINVAL);
+        assert_int_equal(pc_tcp_serve(s.rt, "256.0.0.1", 0, fiber_echo, NULL, &l), -EINVAL);
+        assert_int_equal(pc_conn_read(NULL, b, sizeof(b)), -EPERM);
+        assert_int_equal(pc_conn_write(NULL, b, sizeof(b)), -EPERM);
+        assert_int_equal(pc_tcp_listen(s.rt, "127.0.0.1", 0, &misuse_cb, NULL, &l), 0);
+        s.port = pc_tcp_listener_port(l);
+        srv_run(&s, misuse_client, &s);
+        assert_int_equal(atomic_load(&misuse_read), -EINVAL);
+        assert_int_equal(atomic_load(&misuse_write), -EINVAL);
+        pc_runtime_destroy(s.rt);
+}
+
 static void test_errors(void **state)
 {
         struct pc_runtime *rt;
@@ -1497,11 +1785,23 @@ int main(void)
                 cmocka_unit_test_prestate(test_many_clients, (void *)&single_recv),
                 cmocka_unit_test_prestate(test_many_clients, (void *)&no_defer),
                 cmocka_unit_test_prestate(test_many_clients, (void *)&efd_sleep),
+                cmocka_unit_test_prestate(test_many_clients, (void *)&fibers_only),
+                cmocka_unit_test_prestate(test_many_clients, (void *)&fibers_single),
+                cmocka_unit_test_prestate(test_many_clients, (void *)&fibers_elastic),
                 cmocka_unit_test(test_slow_reader),
+                cmocka_unit_test_prestate(test_slow_reader, (void *)&fibers_only),
+                cmocka_unit_test_prestate(test_slow_reader, (void *)&fibers_single),
                 cmocka_unit_test_prestate(test_slow_reader, (void *)&single_recv),
                 cmocka_unit_test_prestate(test_slow_reader, (void *)&no_defer),
                 cmocka_unit_test_prestate(test_slow_reader, (void *)&efd_sleep),
                 cmocka_unit_test(test_resets),
+                cmocka_unit_test_prestate(test_resets, (void *)&fibers_only),
+                cmocka_unit_test_prestate(test_resets, (void *)&fibers_elastic),
+                cmocka_unit_test(test_fiber_stop),
+                cmocka_unit_test_prestate(test_fiber_stop, (void *)&single_recv),
+                cmocka_unit_test(test_fiber_errors),
+                cmocka_unit_test(test_fiber_lazy_reader),
+                cmocka_unit_test_prestate(test_fiber_lazy_reader, (void *)&single_recv),
                 cmocka_unit_test(test_conn_limit),
                 cmocka_unit_test(test_connect),
                 cmocka_unit_test(test_udp_echo),
