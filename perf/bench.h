@@ -109,10 +109,12 @@ int bench_compare(const struct bench_opts *o, const char *suite, const char *kas
 void bench_extra(const char *metric, const char *unit, bool lower_is_better, double v);
 
 /* Whether a record's mode names a peer ("peer:NAME") rather than a
- * percore side. */
+ * percore side, or a baseline: percore itself in its usual style
+ * ("base:NAME", say callbacks beside fibers), which the other sides'
+ * ratios are taken against like a peer's. */
 static inline bool bench_is_peer(const char *mode)
 {
-        return strncmp(mode, "peer:", 5) == 0;
+        return strncmp(mode, "peer:", 5) == 0 || strncmp(mode, "base:", 5) == 0;
 }
 
 /* Progress for long suites, on stderr. */
@@ -154,5 +156,9 @@ int suite_msg(const struct bench_opts *o);
 int suite_fwd(const struct bench_opts *o);
 int suite_echo(const struct bench_opts *o);
 int suite_kv(const struct bench_opts *o);
+/* suite_echo.c: pc-echo --fibers ("fibers") against pc-echo's callbacks
+ * ("base:callbacks"), one worker, the client on the same CPUs; for the
+ * fiber suite's echo case. */
+int echo_styles(const struct bench_opts *o, const char *suite, const char *kase);
 
 #endif

@@ -97,11 +97,11 @@ static double drive(const struct bench_opts *o, const struct lgen_place *k, uint
         return rc ? rc : report(o, &res);
 }
 
-/* pc-echo, the app, with the case's workers on its CPUs. */
-static double percore_run(const struct bench_opts *o, enum pc_mode mode, unsigned *workers,
-                          void *ctx)
+/* pc-echo, the app, with the case's workers on its CPUs; @fibers: the
+ * blocking-style server (--fibers). */
+static double pc_echo_run(const struct bench_opts *o, enum pc_mode mode, unsigned *workers,
+                          const struct lgen_place *k, bool fibers)
 {
-        const struct lgen_place *k = ctx;
         char ports[16], threads[16], modev[64], cpusv[300];
         const char *env[] = {modev, cpusv, "PERCORE_LOG=warn", NULL};
         int port = child_free_port();
@@ -115,12 +115,24 @@ static double percore_run(const struct bench_opts *o, enum pc_mode mode, unsigne
         snprintf(modev, sizeof(modev), "PERCORE_MODE=%s", pc_mode_name(mode));
         snprintf(cpusv, sizeof(cpusv), "PERCORE_CPUS=%s", k->server_cpus);
         char *argv[] = {(char *)child_app_path("pc-echo", "PERCORE_ECHO"), "-p", ports, "-t",
-                        threads, NULL};
+                        threads, fibers ? "--fibers" : NULL, NULL};
 
         pid = child_spawn(argv, env, NULL);
         if (pid < 0)
                 return pid;
         return drive(o, k, (uint16_t)port, pid);
+}
+
+static double percore_run(const struct bench_opts *o, enum pc_mode mode, unsigned *workers,
+                          void *ctx)
+{
+        return pc_echo_run(o, mode, workers, ctx, false);
+}
+
+static double fibers_run(const struct bench_opts *o, enum pc_mode mode, unsigned *workers,
+                         void *ctx)
+{
+        return pc_echo_run(o, mode, workers, ctx, true);
 }
 
 /* The epoll server in a child of the bench, like the other servers. */
@@ -235,4 +247,21 @@ int suite_echo(const struct bench_opts *o)
                 }
         }
         return 0;
+}
+
+/* The fiber suite's echo case: pc-echo's two styles side by side on one
+ * worker, the client on the same CPUs (the shape of echo/tcp64-shared). */
+int echo_styles(const struct bench_opts *o, const char *suite, const char *kase)
+{
+        static struct lgen_place k;
+        struct bench_side sides[] = {
+                {"base:callbacks", PC_MODE_TPC, percore_run, &k},
+                {"fibers", PC_MODE_TPC, fibers_run, &k},
+        };
+
+        if (lgen_place(1, false, &k)) {
+                bench_progress("%s/%s: skipped: no CPU", suite, kase);
+                return 0;
+        }
+        return bench_compare(o, suite, kase, "requests_per_sec", "req/s", false, sides, 2);
 }
