@@ -5,7 +5,7 @@ set -euo pipefail
 bin=$1
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-for bad in "--backend nope" "-p 70000" "-U x" "-t 0" "-l 1.2.3" "--duration -1" "-p 0 -U 0" "extra"; do
+for bad in "--fibers --backend dpdk -U 7" "--backend nope" "-p 70000" "-U x" "-t 0" "-l 1.2.3" "--duration -1" "-p 0 -U 0" "extra"; do
         rc=0
         # shellcheck disable=SC2086
         "$bin" $bad >/dev/null 2>&1 || rc=$?
@@ -13,11 +13,14 @@ for bad in "--backend nope" "-p 70000" "-U x" "-t 0" "-l 1.2.3" "--duration -1" 
 done
 "$bin" --help | grep -q "usage: pc-echo" || fail "--help"
 
-# A port per run from a range, so parallel runs rarely meet.
-port=$((20000 + RANDOM % 20000))
+# A port per run from a range, so parallel runs rarely meet. Each style:
+# callbacks, then --fibers (a fiber per connection, same bytes, same flags).
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-PERCORE_PIN=0 "$bin" -p "$port" -U "$port" -t 2 --duration 3 >"$out" 2>&1 &
+for style in "" "--fibers"; do
+port=$((20000 + RANDOM % 20000))
+# shellcheck disable=SC2086
+PERCORE_PIN=0 "$bin" -p "$port" -U "$port" -t 2 --duration 3 $style >"$out" 2>&1 &
 pid=$!
 for _ in $(seq 100); do grep -q "tcp=$port" "$out" && break; sleep 0.05; done
 python3 - "$port" <<'PY'
@@ -40,8 +43,10 @@ for i in range(10):
     u.sendto(b"hello %d" % i, ("127.0.0.1", port))
     assert u.recvfrom(100)[0] == b"hello %d" % i, "udp echo differs"
 PY
-wait "$pid" || fail "pc-echo exited $?"
+wait "$pid" || fail "pc-echo $style exited $?"
 grep -q "total accepted=1 refused=0 closed=1 resets=0 bytes_in=102400 bytes_out=102400" "$out" \
-        || { cat "$out"; fail "counters"; }
-grep -q "udp_rx=10 udp_tx=10" "$out" || { cat "$out"; fail "udp counters"; }
+        || { cat "$out"; fail "counters $style"; }
+grep -q "udp_rx=10 udp_tx=10" "$out" || { cat "$out"; fail "udp counters $style"; }
+[ -z "$style" ] || grep -q "tcp=$port (fibers)" "$out" || { cat "$out"; fail "not fibers"; }
+done
 echo "pc-echo: ok"
