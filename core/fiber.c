@@ -142,6 +142,9 @@ static struct pc_fiber *fiber_get(struct pc_worker *w)
                 munmap(m, len);
                 return NULL;
         }
+        /* Node-local like the rest of the worker's memory; a stolen fiber
+         * runs on from where it started. */
+        (void)pc_numa_prefer(m + page, len - page, w->node);
         STACK_CLEAN(m + page, len - page);
         f = (struct pc_fiber *)(m + len - ((sizeof(*f) + PC_CACHE_LINE - 1) &
                                             ~(size_t)(PC_CACHE_LINE - 1)));

@@ -27,6 +27,37 @@ bool pc_numa_available(void)
 #endif
 }
 
+int pc_numa_prefer(void *p, size_t size, int node)
+{
+#ifdef PC_HAVE_NUMA
+        /* Preferred, not bound: numa_alloc_onnode() would follow libnuma's
+         * process-wide bind policy, strict by default, under which a full
+         * node means the OOM killer at first touch rather than a page from
+         * the next node. A node the kernel refuses (no memory) leaves the
+         * mapping to first touch, which is the best remaining choice. */
+        if (node >= 0 && node < PC_TOPO_MAX_NODES && numa_available() >= 0) {
+                unsigned long mask[PC_TOPO_MAX_NODES / (8 * sizeof(unsigned long))] = {0};
+
+                mask[(unsigned)node / (8 * sizeof(unsigned long))] |=
+                    1ul << ((unsigned)node % (8 * sizeof(unsigned long)));
+                if (mbind(p, size, MPOL_PREFERRED, mask, PC_TOPO_MAX_NODES + 1, 0) != 0) {
+                        int err = errno;
+
+                        pc__topo_log(PC_TOPO_LOG_DEBUG, "numa: cannot prefer node %d: %s",
+                                     node, strerror(err));
+                        return -err;
+                }
+                return 0;
+        }
+        return -ENOTSUP;
+#else
+        (void)p;
+        (void)size;
+        (void)node;
+        return -ENOTSUP;
+#endif
+}
+
 void *pc_numa_alloc(size_t size, int node)
 {
         void *p;
@@ -40,24 +71,7 @@ void *pc_numa_alloc(size_t size, int node)
                 errno = ENOMEM;
                 return NULL;
         }
-#ifdef PC_HAVE_NUMA
-        /* Preferred, not bound: numa_alloc_onnode() would follow libnuma's
-         * process-wide bind policy, strict by default, under which a full
-         * node means the OOM killer at first touch rather than a page from
-         * the next node. A node the kernel refuses (no memory) leaves the
-         * mapping to first touch, which is the best remaining choice. */
-        if (node >= 0 && node < PC_TOPO_MAX_NODES && numa_available() >= 0) {
-                unsigned long mask[PC_TOPO_MAX_NODES / (8 * sizeof(unsigned long))] = {0};
-
-                mask[(unsigned)node / (8 * sizeof(unsigned long))] |=
-                    1ul << ((unsigned)node % (8 * sizeof(unsigned long)));
-                if (mbind(p, size, MPOL_PREFERRED, mask, PC_TOPO_MAX_NODES + 1, 0) != 0)
-                        pc__topo_log(PC_TOPO_LOG_DEBUG, "numa: cannot prefer node %d: %s",
-                                     node, strerror(errno));
-        }
-#else
-        (void)node;
-#endif
+        (void)pc_numa_prefer(p, size, node);
         return p;
 }
 

@@ -313,6 +313,15 @@ int pc_topo_format_workers(const struct pc_topo *t, const int *worker_cpus,
  */
 void *pc_numa_alloc(size_t size, int node);
 
+/**
+ * Give the pages of a mapping of the caller's (@p, @size, page-aligned)
+ * the MPOL_PREFERRED policy for @node, as pc_numa_alloc() does, before
+ * they are touched. Returns 0, -ENOTSUP (no libnuma, no NUMA kernel, or
+ * @node < 0), or mbind(2)'s -errno (the pages then go where first
+ * touched). Any thread.
+ */
+int pc_numa_prefer(void *p, size_t size, int node);
+
 /** Free what pc_numa_alloc() returned; NULL is ignored. Any thread. */
 void pc_numa_free(void *p, size_t size);
 

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <sched.h>
 #include <unistd.h>
@@ -478,6 +479,7 @@ struct migration {
         _Atomic uint64_t ended;
         struct pc_task hog;
         bool elastic;
+        bool sticky; /* spawned with PC_FIBER_STICKY */
 };
 
 static struct migration G;
@@ -504,8 +506,12 @@ static void *mover(void *arg)
  * that. In thread-per-core mode nothing may move, so it holds nothing. */
 static void hog(void *arg)
 {
+        /* Sticky fibers never move: hold the worker a while for thieves
+         * to try (they take nothing), then let it run them. */
+        uint64_t spins = G.sticky ? pc_test_scaled(20000000) : UINT64_MAX;
+
         (void)arg;
-        while (G.elastic && atomic_load(&G.moved) == 0)
+        while (G.elastic && atomic_load(&G.moved) == 0 && spins--)
                 pc__cpu_relax();
 }
 
@@ -513,17 +519,20 @@ static void mig_main(void *arg)
 {
         (void)arg;
         for (uintptr_t i = 0; i < MIG_FIBERS; i++)
-                assert_int_equal(pc_fiber_spawn(mover, (void *)i, NULL), 0);
+                assert_int_equal(pc_fiber_spawn_flags(mover, (void *)i,
+                                                      G.sticky ? PC_FIBER_STICKY : 0, NULL),
+                                 0);
         pc_task_init(&G.hog, hog, NULL, PC_STICKY);
         assert_int_equal(pc_spawn_task(&G.hog), 0);
 }
 
-static void run_migration(enum pc_mode mode)
+static void run_migration(enum pc_mode mode, bool sticky)
 {
         struct pc_config cfg;
 
         memset(&G, 0, sizeof(G));
         G.elastic = mode == PC_MODE_ELASTIC;
+        G.sticky = sticky;
         pc_test_config(&cfg, 4);
         cfg.mode = mode;
         assert_int_equal(pc_runtime_create(&cfg, &RT), 0);
@@ -533,7 +542,7 @@ static void run_migration(enum pc_mode mode)
         assert_int_equal(atomic_load(&G.ended), MIG_FIBERS);
         for (int i = 0; i < MIG_FIBERS; i++)
                 assert_int_equal(atomic_load(&G.ran[i]), 1); /* each exactly once */
-        if (G.elastic)
+        if (G.elastic && !sticky)
                 assert_true(atomic_load(&G.moved) > 0);
         else
                 assert_int_equal(atomic_load(&G.moved), 0);
@@ -542,13 +551,60 @@ static void run_migration(enum pc_mode mode)
 static void test_elastic_fibers_migrate(void **state)
 {
         (void)state;
-        run_migration(PC_MODE_ELASTIC);
+        run_migration(PC_MODE_ELASTIC, false);
 }
 
 static void test_tpc_fibers_stay(void **state)
 {
         (void)state;
-        run_migration(PC_MODE_TPC);
+        run_migration(PC_MODE_TPC, false);
+}
+
+static void test_sticky_fibers_stay(void **state)
+{
+        (void)state;
+        run_migration(PC_MODE_ELASTIC, true);
+}
+
+/* ---- node-local stacks ----------------------------------------------------------------------- */
+
+#ifndef MPOL_PREFERRED
+#define MPOL_PREFERRED 1
+#endif
+#ifndef MPOL_F_ADDR
+#define MPOL_F_ADDR (1 << 1)
+#endif
+
+static _Atomic long stack_policy = -1;
+
+static void *policy_probe(void *arg)
+{
+        volatile char here = 0;
+        int mode = -1;
+        unsigned long mask[16] = {0};
+
+        (void)arg;
+        if (syscall(SYS_get_mempolicy, &mode, mask, sizeof(mask) * 8, (void *)&here,
+                    MPOL_F_ADDR) == 0)
+                atomic_store(&stack_policy, mode);
+        pc_runtime_stop(RT);
+        return NULL;
+}
+
+static void policy_main(void *arg)
+{
+        (void)arg;
+        assert_int_equal(pc_fiber_spawn(policy_probe, NULL, NULL), 0);
+}
+
+/* A fiber's stack prefers its worker's node, like the worker's queues. */
+static void test_stack_node_local(void **state)
+{
+        (void)state;
+        if (!pc_numa_available())
+                skip();
+        run_on(1, policy_main, NULL);
+        assert_int_equal(atomic_load(&stack_policy), MPOL_PREFERRED);
 }
 
 /* ---- overflow ------------------------------------------------------------------------------ */
@@ -629,6 +685,8 @@ int main(void)
                 cmocka_unit_test(test_blocking_await_no_lane),
                 cmocka_unit_test(test_elastic_fibers_migrate),
                 cmocka_unit_test(test_tpc_fibers_stay),
+                cmocka_unit_test(test_sticky_fibers_stay),
+                cmocka_unit_test(test_stack_node_local),
                 cmocka_unit_test(test_stack_overflow_message),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
