@@ -60,6 +60,29 @@
  * PC_MBOX_DRAIN_MAX per ring per poll (a ring left non-empty is remembered
  * in a local carry bitmap), then the head is published once per batch.
  *
+ * Call slots. A pc_call() between two workers takes the latency path when
+ * nothing else of the pair is in the way: PC_CSLOTS one-line slots per
+ * (caller, callee) pair in the callee's block. The caller writes fn and
+ * arg, then seq = 2c + 1 (release) for its c-th slot call, in slot
+ * c % PC_CSLOTS, and rings or rechecks the pair's request bit as a
+ * publication does; the callee, draining that bit, runs the call and
+ * answers in the same line (result, then seq = 2c + 2), then rings or
+ * rechecks the caller's reply bit; the caller, draining that one, runs
+ * done. With both awake that is one line transfer each way, against a
+ * slot, a tail and a doorbell line each way on the rings, and nothing
+ * waits for the end of an iteration. Order is kept by three rules:
+ *   - a call takes a slot only while the request ring is empty (what the
+ *     caller sent there has run), no call of the pair is on the ring, and
+ *     a slot is free; otherwise it goes on the ring, as before;
+ *   - draining a request ring, the callee loads its tail (acquire), then
+ *     runs posted slot calls, then the ring's messages up to that tail: a
+ *     message sent after a slot call is seen only with the call;
+ *   - draining a reply ring, the caller loads its tail, then runs answered
+ *     slot calls' done, then the ring's replies, so done runs in call order.
+ * A slot call counts as a message each way for the drain (sent when
+ * posted or answered, received when taken), and let_go() and the sleep
+ * check look at the slots as at the rings, so the fences above hold.
+ *
  * Quiescence. A message counts as sent (pc__count_sent) when its ring
  * slot is published or when it joins the overflow list, and as received
  * (pc__count_recv) when the receiver takes it, so the runtime's
@@ -119,6 +142,25 @@ static void ring_bell(struct pc__shard_worker *sw, unsigned idx)
                 pc__wake(sw->sh->rt->workers[dst]);
 }
 
+/* After a publication to outbound ring @idx (a tail, or a call slot):
+ * a receiver watching the ring costs a load, rechecked in settle();
+ * otherwise ring its doorbell. */
+static inline void bell_or_recheck(struct pc__shard_worker *sw, unsigned idx,
+                                   _Atomic uint64_t *db, unsigned bit)
+{
+        if (atomic_load_explicit(db, memory_order_relaxed) & (1ull << (bit % 64)))
+                set_bit(sw->recheck, idx);
+        else
+                ring_bell(sw, idx);
+}
+
+static void notify(struct pc__shard_worker *sw, unsigned idx)
+{
+        unsigned bit = 2 * sw->id + idx % 2;
+
+        bell_or_recheck(sw, idx, &sw->sh->in[idx / 2]->doorbell[bit / 64], bit);
+}
+
 /* Make what the sender wrote to outbound ring @idx visible. A receiver
  * watching the ring costs nothing more than a load; otherwise ring its
  * doorbell (see "Doorbell" and "Fences" above). */
@@ -140,10 +182,7 @@ static void publish(struct pc__shard_worker *sw, unsigned idx, struct pc__mbox_o
         o->pub = o->tail;
         o->moved = 0;
         pc__shard_bump(&sw->c.flushes, 1);
-        if (atomic_load_explicit(db, memory_order_relaxed) & (1ull << (bit % 64)))
-                set_bit(sw->recheck, idx);
-        else
-                ring_bell(sw, idx);
+        bell_or_recheck(sw, idx, db, bit);
 }
 
 /* Free slots the sender may write; reads the receiver's head only when the
@@ -268,8 +307,14 @@ mbox_send(struct pc__shard_worker *sw, unsigned dst, unsigned kind, union pc__ms
 
         if (unlikely(o->tail - o->head_cache >= sw->mask) || unlikely(o->ovf_head != NULL)) {
                 struct pc__msg m = {.fn = fn, .arg = arg, .done = done, .done_arg = done_arg};
-                return send_slow(sw, idx, &m, spare);
+                int rc = send_slow(sw, idx, &m, spare);
+
+                if (rc == 0 && kind == MBOX_REQ && done)
+                        sw->cout[dst].ring_calls++;
+                return rc;
         }
+        if (kind == MBOX_REQ && done)
+                sw->cout[dst].ring_calls++;
         slot_write(&ring_slots(o->ring)[o->tail & sw->mask], fn, arg, done, done_arg);
         o->tail++;
         n = pending(o);
@@ -372,18 +417,105 @@ static void run_call(struct pc__shard_worker *sw, unsigned src, const struct pc_
                        src, pc_strerror(rc));
 }
 
-/* Run the messages inbound ring @idx holds, up to PC_MBOX_DRAIN_MAX. */
+/* Call slot @k of the pair (@caller -> @callee), in the callee's block. */
+static inline struct pc__cslot *cslot(const struct pc__shard *sh, unsigned callee,
+                                      unsigned caller, uint64_t k)
+{
+        return (struct pc__cslot *)((char *)sh->in[callee] + sh->slots_off) +
+               (size_t)caller * PC_CSLOTS + (k % PC_CSLOTS);
+}
+
+/* The callee: run the slot calls @caller posted, in order, answering
+ * each in its line (at most PC_CSLOTS: a caller that keeps posting waits
+ * for the next poll). */
+static unsigned slot_serve(struct pc__shard_worker *sw, unsigned caller)
+{
+        uint64_t c = sw->slot_next[caller];
+        unsigned n = 0;
+
+        for (; n < PC_CSLOTS; n++, c++) {
+                struct pc__cslot *s = cslot(sw->sh, sw->id, caller, c);
+
+                if (atomic_load_explicit(&s->seq, memory_order_acquire) != 2 * c + 1)
+                        break;
+                pc__count_recv(sw->w, 1);
+                pc__shard_bump(&sw->c.received, 1);
+                s->result = s->fn(s->arg);
+                atomic_store_explicit(&s->seq, 2 * c + 2, memory_order_release);
+                pc__count_sent(sw->w, 1);
+                pc__shard_bump(&sw->c.sent, 1);
+        }
+        if (n) {
+                sw->slot_next[caller] = c;
+                notify(sw, 2 * caller + MBOX_REP);
+        }
+        return n;
+}
+
+/* The caller: run done for the slot calls @callee answered, in order. */
+static unsigned slot_reap(struct pc__shard_worker *sw, unsigned callee)
+{
+        struct pc__call_out *co = &sw->cout[callee];
+        unsigned n = 0;
+
+        while (co->reaped != co->posted && n < PC_CSLOTS) {
+                uint64_t c = co->reaped;
+                struct pc__cslot *s = cslot(sw->sh, callee, sw->id, c);
+                void (*done)(void *, void *);
+                void *result, *done_arg;
+
+                if (atomic_load_explicit(&s->seq, memory_order_acquire) != 2 * c + 2)
+                        break;
+                result = s->result;
+                done = co->pend[c % PC_CSLOTS].done;
+                done_arg = co->pend[c % PC_CSLOTS].done_arg;
+                co->reaped++; /* the slot is free again, even for done's own calls */
+                pc__count_recv(sw->w, 1);
+                pc__shard_bump(&sw->c.received, 1);
+                done(result, done_arg);
+                n++;
+        }
+        return n;
+}
+
+/* Whether the pair behind inbound ring @idx has slot work for us: a call
+ * posted (a request ring) or answered (a reply ring). seq_cst: let_go()'s
+ * second look. */
+static bool slot_ready(struct pc__shard_worker *sw, unsigned idx)
+{
+        unsigned peer = idx / 2;
+        uint64_t c;
+
+        if (peer == sw->id)
+                return false;
+        if (idx % 2 == MBOX_REQ) {
+                c = sw->slot_next[peer];
+                return atomic_load_explicit(&cslot(sw->sh, sw->id, peer, c)->seq,
+                                            memory_order_seq_cst) == 2 * c + 1;
+        }
+        c = sw->cout[peer].reaped;
+        return c != sw->cout[peer].posted &&
+               atomic_load_explicit(&cslot(sw->sh, peer, sw->id, c)->seq,
+                                    memory_order_seq_cst) == 2 * c + 2;
+}
+
+/* Run the messages inbound ring @idx holds, up to PC_MBOX_DRAIN_MAX, after
+ * the pair's slot calls or answers (see "Call slots"). */
 static unsigned drain(struct pc__shard_worker *sw, unsigned idx)
 {
         struct pc__ring *r = in_ring(sw->sh, sw->id, idx);
         struct pc__msg *slots = ring_slots(r);
         uint32_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
         uint32_t n = atomic_load_explicit(&r->tail, memory_order_acquire) - head;
-        unsigned src = idx / 2;
+        unsigned src = idx / 2, ns = 0;
 
         pc__shard_bump(&sw->c.rings_inspected, 1);
+        if (src != sw->id)
+                ns = idx & 1 ? slot_reap(sw, src) : slot_serve(sw, src);
         if (n == 0)
-                return 0;
+                return ns;
+        if (idx & 1)
+                sw->cout[src].ring_calls -= n > PC_MBOX_DRAIN_MAX ? PC_MBOX_DRAIN_MAX : n;
         if (n > PC_MBOX_DRAIN_MAX) {
                 n = PC_MBOX_DRAIN_MAX;
                 set_bit(sw->carry, idx);
@@ -408,7 +540,7 @@ static unsigned drain(struct pc__shard_worker *sw, unsigned idx)
         /* The sender's want_space is looked at after the poll's fence. */
         atomic_store_explicit(&r->head, head + n, memory_order_release);
         set_bit(sw->drained, idx);
-        return n;
+        return n + ns;
 }
 
 /* Clear inbound ring @idx's doorbell bit, then look at the ring once more
@@ -422,7 +554,8 @@ static bool let_go(struct pc__shard_worker *sw, unsigned idx)
         atomic_fetch_and_explicit(&sw->in->doorbell[idx / 64], ~(1ull << (idx % 64)),
                                   memory_order_seq_cst);
         if (atomic_load_explicit(&r->tail, memory_order_seq_cst) ==
-            atomic_load_explicit(&r->head, memory_order_relaxed))
+                    atomic_load_explicit(&r->head, memory_order_relaxed) &&
+            !slot_ready(sw, idx))
                 return true;
         set_bit(sw->carry, idx);
         return false;
@@ -616,6 +749,8 @@ static void shard_free(struct pc__shard *sh)
         for (unsigned i = 0; i < sh->n; i++) {
                 if (sh->sw[i]) {
                         free(sh->sw[i]->empty_polls);
+                        free(sh->sw[i]->cout);
+                        free(sh->sw[i]->slot_next);
                         free(sh->sw[i]->out);
                         free(sh->sw[i]);
                 }
@@ -672,7 +807,10 @@ static int alloc_worker(struct pc__shard *sh, unsigned id)
         sw->in = sh->in[id];
         sw->out = calloc(2 * (size_t)sh->n, sizeof(*sw->out));
         sw->empty_polls = calloc(2 * (size_t)sh->n, sizeof(*sw->empty_polls));
-        if (sw->out == NULL || sw->empty_polls == NULL)
+        sw->cout = calloc(sh->n, sizeof(*sw->cout));
+        sw->slot_next = calloc(sh->n, sizeof(*sw->slot_next));
+        if (sw->out == NULL || sw->empty_polls == NULL || sw->cout == NULL ||
+            sw->slot_next == NULL)
                 return -ENOMEM;
         return 0;
 }
@@ -705,7 +843,8 @@ int pc_shard_init(struct pc_runtime *rt, const struct pc_shard_opts *opts)
         sh->n = rt->nworkers;
         sh->ring_size = o.ring_size;
         sh->ring_stride = sizeof(struct pc__ring) + o.ring_size * sizeof(struct pc__msg);
-        sh->in_bytes = sizeof(struct pc__mbox_in) + 2 * (size_t)sh->n * sh->ring_stride;
+        sh->slots_off = sizeof(struct pc__mbox_in) + 2 * (size_t)sh->n * sh->ring_stride;
+        sh->in_bytes = sh->slots_off + (size_t)sh->n * PC_CSLOTS * sizeof(struct pc__cslot);
         for (unsigned i = 0; i < sh->n && rc == 0; i++)
                 rc = alloc_worker(sh, i);
         /* Wire every sender's outbound view to the receiver's ring. */
@@ -724,6 +863,44 @@ int pc_shard_init(struct pc_runtime *rt, const struct pc_shard_opts *opts)
         sh->mod.worker_start = shard_worker_start;
         sh->mod.destroy = shard_destroy;
         pc__module_add(rt, &sh->mod);
+        return 0;
+}
+
+/* ---- call slots (see "Call slots") ---------------------------------------- */
+
+/* Whether a call to @dst may take a slot: one is free, no call of the pair
+ * is on the ring, and what we sent on the request ring has all run (the
+ * receiver's head is read only when the ring was used since we last saw
+ * it empty). */
+static inline bool slot_free(struct pc__shard_worker *sw, unsigned dst)
+{
+        const struct pc__call_out *co = &sw->cout[dst];
+        struct pc__mbox_out *o = &sw->out[2 * dst + MBOX_REQ];
+
+        if (co->ring_calls || co->posted - co->reaped >= PC_CSLOTS || o->ovf_head ||
+            o->tail != o->pub)
+                return false;
+        if (o->head_cache != o->tail)
+                o->head_cache = atomic_load_explicit(&o->ring->head, memory_order_acquire);
+        return o->head_cache == o->tail;
+}
+
+static int slot_post(struct pc__shard_worker *sw, unsigned dst, void *(*fn)(void *), void *arg,
+                     void (*done)(void *, void *), void *done_arg)
+{
+        struct pc__call_out *co = &sw->cout[dst];
+        uint64_t c = co->posted++;
+        struct pc__cslot *s = cslot(sw->sh, dst, sw->id, c);
+
+        co->pend[c % PC_CSLOTS].done = done;
+        co->pend[c % PC_CSLOTS].done_arg = done_arg;
+        s->fn = fn;
+        s->arg = arg;
+        atomic_store_explicit(&s->seq, 2 * c + 1, memory_order_release);
+        pc__count_sent(sw->w, 1);
+        pc__shard_bump(&sw->c.sent, 1);
+        pc__shard_bump(&sw->c.slot_calls, 1);
+        notify(sw, 2 * dst + MBOX_REQ);
         return 0;
 }
 
@@ -754,6 +931,8 @@ int pc_call(unsigned dst, void *(*fn)(void *arg), void *arg,
                 return rc;
         if (unlikely(fn == NULL || done == NULL || dst >= sw->n))
                 return -EINVAL;
+        if (dst != sw->id && slot_free(sw, dst))
+                return slot_post(sw, dst, fn, arg, done, done_arg);
         return mbox_send(sw, dst, MBOX_REQ, (union pc__msg_fn){.call = fn}, arg, done, done_arg,
                          NULL);
 }
@@ -778,6 +957,7 @@ int pc_shard_stats(const struct pc_runtime *rt, unsigned w, struct pc_shard_stat
                 .rings_inspected = LD(rings_inspected),
                 .space_waits = LD(space_waits),
                 .blocking_done = LD(blocking_done),
+                .slot_calls = LD(slot_calls),
         };
 #undef LD
         return 0;

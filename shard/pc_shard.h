@@ -246,6 +246,8 @@ struct pc_shard_stats {
         uint64_t rings_inspected; /**< inbound rings a poll looked into */
         uint64_t space_waits;     /**< times it asked a receiver for space */
         uint64_t blocking_done;   /**< blocking-lane completions it ran */
+        uint64_t slot_calls;      /**< its pc_call()s that took a call slot (the
+                                       latency path) rather than the ring */
 };
 
 /**

@@ -22,6 +22,7 @@
 #define PC_MBOX_PREFETCH 4     /* slots ahead the receiver prefetches */
 #define PC_MBOX_COLD_POLLS 256 /* empty polls before a receiver lets a ring's bit go */
 #define PC_DB_WORDS (2 * PC_MAX_WORKERS / 64)
+#define PC_CSLOTS 4            /* call slots per (caller, callee) pair */
 
 enum { MBOX_REQ = 0, MBOX_REP = 1 };
 
@@ -59,6 +60,30 @@ _Static_assert(offsetof(struct pc__ring, slots) == 2 * PC_CACHE_LINE,
                "slots start on a line of their own");
 _Static_assert(sizeof(struct pc__ring) == 2 * PC_CACHE_LINE, "ring header is two lines");
 
+/*
+ * A call slot: pc_call()'s latency path (mailbox.c, "Call slots"). One
+ * line, in the callee's block, written by the caller (fn, arg, then seq)
+ * and answered in place by the callee (result, then seq).
+ */
+struct pc__cslot {
+        _Atomic uint64_t seq; /* 2c + 1: the pair's slot call c posted; 2c + 2: answered */
+        void *(*fn)(void *arg);
+        void *arg;
+        void *result;
+} PC_ALIGNED;
+
+_Static_assert(sizeof(struct pc__cslot) == PC_CACHE_LINE, "a call slot is one line");
+
+/* A caller's view of its call slots to one callee. Owner only. */
+struct pc__call_out {
+        uint64_t posted, reaped; /* slot calls posted, and answered and run */
+        uint32_t ring_calls;     /* calls on the ring whose replies are due */
+        struct {
+                void (*done)(void *result, void *done_arg);
+                void *done_arg;
+        } pend[PC_CSLOTS];
+};
+
 struct pc__bjob;
 
 /* A receiver's block header; its rings follow it. */
@@ -95,6 +120,7 @@ struct pc__shard_counters {
         _Atomic uint64_t rings_inspected;
         _Atomic uint64_t space_waits;
         _Atomic uint64_t blocking_done;
+        _Atomic uint64_t slot_calls;
 };
 
 struct pc__shard;
@@ -115,6 +141,8 @@ struct pc__shard_worker {
         uint64_t recheck[PC_DB_WORDS]; /* outbound rings published without ringing */
         uint64_t drained[PC_DB_WORDS]; /* inbound rings whose head moved this poll */
         uint16_t *empty_polls;         /* [2N]: inbound ring's polls found empty in a row */
+        struct pc__call_out *cout;     /* [N]: call slots to each callee */
+        uint64_t *slot_next;           /* [N]: the next slot call due from each caller */
         struct pc__shard_counters c PC_ALIGNED; /* read by pc_shard_stats() */
 } PC_ALIGNED;
 
@@ -125,7 +153,8 @@ struct pc__shard {
         unsigned n;
         uint32_t ring_size;
         size_t ring_stride; /* bytes per ring: header + slots */
-        size_t in_bytes;    /* bytes per receiver block */
+        size_t in_bytes;    /* bytes per receiver block: header, rings, call slots */
+        size_t slots_off;   /* where a block's call slots start */
         struct pc__module mod;
         struct pc__blocking *lane; /* NULL without a blocking lane */
         struct pc__mbox_in *in[PC_MAX_WORKERS];

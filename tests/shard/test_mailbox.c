@@ -78,7 +78,6 @@ static bool watchdog_end(struct watchdog *wd)
 #define SW 5      /* workers in the storm */
 #define MAXW 8    /* most workers a test here uses the storm state with */
 #define CHUNK 37  /* messages a driver sends before yielding */
-#define CALL_EVERY 7
 
 /*
  * A message's argument packs (src, dst, seq); seq counts per (src, dst)
@@ -101,6 +100,7 @@ struct storm {
         _Atomic uint64_t msgs, replies, calls;
         _Atomic uint64_t bad_order, bad_worker, bad_result, send_err;
         bool stop_when_done;
+        unsigned call_every;             /* every call_every-th message is a pc_call() */
         uint64_t left[MAXW];             /* per driver, its own task chain only */
 };
 
@@ -164,7 +164,7 @@ static int send_one(unsigned dst)
         uint64_t seq = S.next_seq[me][dst]++;
         void *a = PACK(me, dst, seq);
 
-        if (seq % CALL_EVERY == CALL_EVERY - 1) {
+        if (seq % S.call_every == S.call_every - 1) {
                 atomic_fetch_add(&S.calls, 1);
                 return pc_call(dst, on_call, a, on_reply, a);
         }
@@ -190,15 +190,19 @@ static void storm_main(void *arg)
                 pc_spawn_on(w, driver, &S.left[w]);
 }
 
-static void run_storm(enum pc_mode mode)
+/* @call_every 7: mostly submits, so the rings are rarely empty and few
+ * calls take a slot; 1: all calls, the first to each worker on a slot
+ * (the rings start empty), those past the slots on the ring behind. */
+static void run_storm(enum pc_mode mode, unsigned call_every)
 {
         struct pc_shard_opts so;
         struct pc_config cfg;
         struct pc_shard_stats st;
-        uint64_t sent = 0, recv = 0, ovf = 0, delivered = 0;
+        uint64_t sent = 0, recv = 0, ovf = 0, delivered = 0, slotted = 0;
         struct watchdog wd;
 
         memset(&S, 0, sizeof(S));
+        S.call_every = call_every;
         pc_test_config(&cfg, SW);
         cfg.mode = mode;
         assert_int_equal(pc_runtime_create(&cfg, &S.rt), 0);
@@ -237,24 +241,41 @@ static void run_storm(enum pc_mode mode)
                 sent += st.sent;
                 recv += st.received;
                 ovf += st.overflowed;
+                slotted += st.slot_calls;
         }
         /* Requests plus replies; rings of 4 must have pushed back. */
         assert_int_equal(sent, S.total_msgs + atomic_load(&S.calls));
         assert_int_equal(recv, sent);
         assert_true(ovf > 0);
+        if (call_every == 1) { /* both paths of pc_call() carried calls */
+                assert_true(slotted > 0);
+                assert_true(slotted < atomic_load(&S.calls));
+        }
         pc_runtime_destroy(S.rt);
 }
 
 static void test_storm_fifo_exactly_once_tpc(void **state)
 {
         (void)state;
-        run_storm(PC_MODE_TPC);
+        run_storm(PC_MODE_TPC, 7);
+}
+
+static void test_storm_call_heavy_tpc(void **state)
+{
+        (void)state;
+        run_storm(PC_MODE_TPC, 1);
 }
 
 static void test_storm_fifo_exactly_once_elastic(void **state)
 {
         (void)state;
-        run_storm(PC_MODE_ELASTIC);
+        run_storm(PC_MODE_ELASTIC, 7);
+}
+
+static void test_storm_call_heavy_elastic(void **state)
+{
+        (void)state;
+        run_storm(PC_MODE_ELASTIC, 1);
 }
 
 /* ---- stop right after queueing a storm: nothing is lost ------------------ */
@@ -310,6 +331,7 @@ static void test_stop_mid_storm_loses_nothing(void **state)
 
         (void)state;
         memset(&S, 0, sizeof(S));
+
         pc_test_config(&cfg, DW);
         assert_int_equal(pc_runtime_create(&cfg, &S.rt), 0);
         pc_shard_opts_init(&so);
@@ -325,6 +347,10 @@ static void test_stop_mid_storm_loses_nothing(void **state)
         for (int round = 0; round < 2; round++) {
                 struct watchdog wd;
 
+                /* Calls in flight on slots and on the rings: all calls
+                 * first (the first few to each worker take its slots),
+                 * then a mix with submits behind the slots. */
+                S.call_every = round == 0 ? 1 : 3;
                 atomic_store(&blocking_ran, 0);
                 atomic_store(&blocking_done_ok, 0);
                 watchdog_start(&wd, S.rt, 60);
@@ -340,6 +366,17 @@ static void test_stop_mid_storm_loses_nothing(void **state)
                 assert_int_equal(atomic_load(&S.replies), atomic_load(&S.calls));
                 assert_int_equal(atomic_load(&blocking_ran), S.n);
                 assert_int_equal(atomic_load(&blocking_done_ok), S.n);
+        }
+        {
+                uint64_t slotted = 0;
+                struct pc_shard_stats st;
+
+                for (unsigned w = 0; w < S.n; w++) {
+                        assert_int_equal(pc_shard_stats(S.rt, w, &st), 0);
+                        slotted += st.slot_calls;
+                }
+                assert_true(slotted > 0);
+                assert_true(slotted < atomic_load(&S.calls));
         }
         pc_runtime_destroy(S.rt);
 }
@@ -632,6 +669,8 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_storm_fifo_exactly_once_tpc),
                 cmocka_unit_test(test_storm_fifo_exactly_once_elastic),
+                cmocka_unit_test(test_storm_call_heavy_tpc),
+                cmocka_unit_test(test_storm_call_heavy_elastic),
                 cmocka_unit_test(test_stop_mid_storm_loses_nothing),
                 cmocka_unit_test(test_overflow_sender_sleeps_and_is_woken),
                 cmocka_unit_test(test_ping_pong_parking),
