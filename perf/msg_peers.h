@@ -51,6 +51,10 @@ double msg_peer_rte_ring(bool pin, int cpu0, int cpu1, double duration_s);
  */
 double msg_call_rtt(const struct bench_opts *o, enum pc_mode mode, unsigned *workers,
                     pc_task_fn start);
+/* The call case's own percore side: pc_call() with a callback that calls
+ * again. */
+double msg_call_run(const struct bench_opts *o, enum pc_mode mode, unsigned *workers,
+                    void *ctx);
 /* Count one round trip; false once the run stops. Worker only. */
 bool msg_call_round(void);
 /* The call case's callee: returns its argument. */

@@ -270,8 +270,8 @@ double msg_call_rtt(const struct bench_opts *o, enum pc_mode mode, unsigned *wor
         return run_case(o, mode, workers, call_main);
 }
 
-static double call_run(const struct bench_opts *o, enum pc_mode mode, unsigned *workers,
-                       void *ctx)
+double msg_call_run(const struct bench_opts *o, enum pc_mode mode, unsigned *workers,
+                    void *ctx)
 {
         (void)ctx;
         return msg_call_rtt(o, mode, workers, call_first);
@@ -521,7 +521,7 @@ int suite_msg(const struct bench_opts *o)
         rc = msg_case(o, "submit", "msgs_per_sec", "msgs/s", false, submit_run,
                       "peer:rte_ring", rte_ring_run);
         if (rc == 0)
-                rc = msg_case(o, "call", "call_rtt_ns", "ns", true, call_run,
+                rc = msg_case(o, "call", "call_rtt_ns", "ns", true, msg_call_run,
                               "peer:pingpong", cacheline_run);
         for (unsigned i = 0; i < 3 && rc == 0; i++) {
                 const struct bench_side idle = {"tpc", PC_MODE_TPC, idle_run, &counts[i]};
