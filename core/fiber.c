@@ -211,6 +211,13 @@ static void requeue(struct pc_fiber *f)
                 (void)pc_spawn_task(&f->task);
 }
 
+/* Queue @f again on @w, the worker that just ran it (its home now): the
+ * local push requeue() comes to, without the public spawns' checks. */
+static inline void requeue_here(struct pc_worker *w, struct pc_fiber *f)
+{
+        pc__push_local(w, &f->task);
+}
+
 /* Back on the fiber's stack, on whichever worker resumed it. */
 static void resumed(struct pc_fiber *f, transfer_t t)
 {
@@ -224,10 +231,10 @@ static void resumed(struct pc_fiber *f, transfer_t t)
         w->fib.sched = t.fctx;
 }
 
-/* Give the worker back to the task runner that resumed us. */
-static void switch_out(int action)
+/* Give the worker back to the task runner that resumed us; @w is the
+ * worker running us now. */
+static void switch_out(struct pc_worker *w, int action)
 {
-        struct pc_worker *w = cur_worker();
         struct pc_fiber *f = w->fib.cur;
         transfer_t t;
 
@@ -249,7 +256,7 @@ static void fiber_entry(transfer_t t)
 
         resumed(f, t);
         f->result = f->fn(f->arg);
-        switch_out(A_DONE);
+        switch_out(cur_worker(), A_DONE);
         abort(); /* a finished fiber is never resumed */
 }
 
@@ -306,7 +313,7 @@ static void resume_task(void *arg)
         switch (w->fib.action) {
         case A_YIELD:
                 atomic_store_explicit(&f->state, F_READY, memory_order_relaxed);
-                requeue(f);
+                requeue_here(w, f);
                 break;
         case A_SUSPEND:
                 if (!atomic_compare_exchange_strong_explicit(&f->state, &expected, F_SUSPENDED,
@@ -314,7 +321,7 @@ static void resume_task(void *arg)
                                                              memory_order_acquire)) {
                         /* Woken before it was even suspended. */
                         atomic_store_explicit(&f->state, F_READY, memory_order_relaxed);
-                        requeue(f);
+                        requeue_here(w, f);
                 }
                 break;
         default:
@@ -398,7 +405,8 @@ int pc_fiber_spawn(pc_fiber_fn fn, void *arg, struct pc_fiber **out)
 
 int pc_fiber_join(struct pc_fiber *f, void **result)
 {
-        struct pc_fiber *me = pc_fiber_self(), *expected = NULL;
+        struct pc_worker *w = cur_worker();
+        struct pc_fiber *me = w ? w->fib.cur : NULL, *expected = NULL;
 
         if (me == NULL)
                 return -EPERM;
@@ -408,7 +416,7 @@ int pc_fiber_join(struct pc_fiber *f, void **result)
                                                     memory_order_acq_rel,
                                                     memory_order_acquire)) {
                 /* Registered: finish() wakes us. */
-                switch_out(A_SUSPEND);
+                switch_out(w, A_SUSPEND);
         } else if (expected != JOIN_DONE) {
                 return -EINVAL; /* someone else joins it */
         }
@@ -420,10 +428,11 @@ int pc_fiber_join(struct pc_fiber *f, void **result)
 
 int pc__fiber_wait(void)
 {
-        struct pc_fiber *f = pc_fiber_self();
+        struct pc_worker *w = cur_worker();
+        struct pc_fiber *f = w->fib.cur;
 
         /* wake_rc is the waker's to write (it may already have). */
-        switch_out(A_SUSPEND);
+        switch_out(w, A_SUSPEND);
         return f->wake_rc;
 }
 
@@ -434,8 +443,10 @@ void pc__fiber_wake(struct pc_fiber *f, int rc)
 
 void pc_fiber_yield(void)
 {
-        if (pc_fiber_self())
-                switch_out(A_YIELD);
+        struct pc_worker *w = cur_worker();
+
+        if (w && w->fib.cur)
+                switch_out(w, A_YIELD);
 }
 
 void pc__fiber_timer_fn(struct pc_timer *t, void *arg)
@@ -451,7 +462,8 @@ void pc__fiber_cancel(void *fiber_arg)
 
 int pc_fiber_sleep_ns(uint64_t ns)
 {
-        struct pc_fiber *f = pc_fiber_self();
+        struct pc_worker *w = cur_worker();
+        struct pc_fiber *f = w ? w->fib.cur : NULL;
         int rc;
 
         if (f == NULL)
@@ -461,7 +473,7 @@ int pc_fiber_sleep_ns(uint64_t ns)
         rc = pc_timer_start(&f->timer, ns, 0);
         if (rc)
                 return rc;
-        switch_out(A_SUSPEND);
+        switch_out(w, A_SUSPEND);
         return f->wake_rc;
 }
 
@@ -470,7 +482,7 @@ int pc_fiber_sleep_ns(uint64_t ns)
 static struct sigaction old_segv, old_bus;
 static pthread_once_t guard_once = PTHREAD_ONCE_INIT;
 static pthread_key_t alt_key;
-static __thread void *alt_stack;
+static __thread void *alt_stack PC_TLS_IE; /* checked on every resume */
 
 static void say(const char *s)
 {
