@@ -31,14 +31,25 @@
 #include "pc_core_pvt.h"
 #include "pc_fiber.h"
 
-/* Boost.Context's fcontext: plain C symbols in libboost_context. */
+/* Boost.Context's fcontext interface: plain C symbols in libboost_context,
+ * and on x86-64 our own switch_x86_64.S, which keeps the floating-point
+ * control state out of the switch (half its cost). */
 typedef void *fcontext_t;
 typedef struct {
         fcontext_t fctx;
         void *data;
 } transfer_t;
+#if defined(__x86_64__) && defined(__LP64__)
+extern transfer_t pc__fctx_jump(fcontext_t const to, void *vp);
+extern fcontext_t pc__fctx_make(void *sp, size_t size, void (*fn)(transfer_t));
+#define ctx_jump pc__fctx_jump
+#define ctx_make pc__fctx_make
+#else
 extern transfer_t jump_fcontext(fcontext_t const to, void *vp);
 extern fcontext_t make_fcontext(void *sp, size_t size, void (*fn)(transfer_t));
+#define ctx_jump jump_fcontext
+#define ctx_make make_fcontext
+#endif
 
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)
@@ -246,7 +257,7 @@ static void switch_out(struct pc_worker *w, int action)
         __sanitizer_start_switch_fiber(action == A_DONE ? NULL : &f->asan_fake,
                                        w->fib.sched_bottom, w->fib.sched_size);
 #endif
-        t = jump_fcontext(w->fib.sched, NULL);
+        t = ctx_jump(w->fib.sched, NULL);
         resumed(f, t);
 }
 
@@ -304,7 +315,7 @@ static void resume_task(void *arg)
 #ifdef PC_ASAN
         __sanitizer_start_switch_fiber(&w->fib.asan_fake, f->stack_lo, f->stack_size);
 #endif
-        t = jump_fcontext(f->ctx, f);
+        t = ctx_jump(f->ctx, f);
 #ifdef PC_ASAN
         __sanitizer_finish_switch_fiber(w->fib.asan_fake, NULL, NULL);
 #endif
@@ -383,7 +394,7 @@ int pc_fiber_spawn(pc_fiber_fn fn, void *arg, struct pc_fiber **out)
         f->asan_fake = NULL;
         atomic_store_explicit(&f->joiner, NULL, memory_order_relaxed);
         atomic_store_explicit(&f->state, F_READY, memory_order_relaxed);
-        f->ctx = make_fcontext(f->stack_lo + f->stack_size, f->stack_size, fiber_entry);
+        f->ctx = ctx_make(f->stack_lo + f->stack_size, f->stack_size, fiber_entry);
 #ifdef PC_TSAN
         f->tsan = __tsan_create_fiber(0);
 #endif

@@ -5,9 +5,13 @@
  * waits (yield, sleep, join) it gives its worker back and is queued again
  * once it may go on. Each has its own mmap'ed stack of
  * PERCORE_FIBER_STACK_KB (64) with a guard page below it; finished fibers'
- * stacks are kept per worker for the next spawn. A context switch is
- * Boost.Context's fcontext (a few instructions, no system call), with the
- * sanitizers' fiber hooks around it in ASan and TSan builds.
+ * stacks are kept per worker for the next spawn. A context switch is a few
+ * instructions and no system call (core/switch_x86_64.S on x86-64,
+ * Boost.Context's fcontext elsewhere), with the sanitizers' fiber hooks
+ * around it in ASan and TSan builds. On x86-64 the floating-point control
+ * state (rounding mode, exception masks) is the worker thread's, not the
+ * fiber's, as with goroutines: a fiber that changes it (fesetround) puts it
+ * back before a call that may suspend.
  *
  * In thread-per-core mode a fiber stays on the worker that spawned it. In
  * elastic mode it is queued like any elastic task each time it may run
