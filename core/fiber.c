@@ -456,8 +456,13 @@ void pc_fiber_yield(void)
 {
         struct pc_worker *w = cur_worker();
 
-        if (w && w->fib.cur)
-                switch_out(w, A_YIELD);
+        if (w == NULL || w->fib.cur == NULL)
+                return;
+        /* Next in line anyway. An elastic fiber always goes through the
+         * queue, where a thief may take it. */
+        if (w->fib.cur->sticky && pc__yield_in_place(w))
+                return;
+        switch_out(w, A_YIELD);
 }
 
 void pc__fiber_timer_fn(struct pc_timer *t, void *arg)

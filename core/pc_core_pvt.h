@@ -133,6 +133,7 @@ struct pc_worker {
         int node;
         unsigned inject_countdown;
         unsigned tick;
+        unsigned budget_left; /* tasks this loop iteration may still run */
         uint64_t rng;
         uint64_t idle_since; /* 0 while busy */
         uint64_t spin_ns;    /* adaptive idle: this worker's spin before parking */
@@ -407,6 +408,10 @@ void pc__unadvertise(struct pc_worker *w);
 /* Owner, from pc__push_local(), every PC_WAKE_STEP pushes while it
  * advertises: wake a sleeper that can take the backlog. */
 void pc__backlog_wake(struct pc_worker *w);
+
+/* The calling fiber on @w yields with nothing queued before it: whether
+ * it may run on in place, the loop's next task anyway (counted as one). */
+bool pc__yield_in_place(struct pc_worker *w);
 
 /* timer.c */
 unsigned pc__timers_expire(struct pc_worker *w, uint64_t now);

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Fibers: switch and join, what a switch keeps (stack alignment, values in
- * registers), many live fibers on one worker, sleep order,
+ * registers), a lone yielding fiber leaving the worker's other work its
+ * turns, many live fibers on one worker, sleep order,
  * misuse, the stop drain cancelling sleeps, and a stack overflow that
  * must end its (child) process with the message.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -179,6 +181,124 @@ static void test_switch_keeps_state(void **state)
         assert_int_equal(K.ended, 2);
         assert_false(K.misaligned);
         assert_int_equal(K.bad, 0);
+}
+
+/* ---- a fiber yielding alone ----------------------------------------------------------- */
+
+/*
+ * A fiber that yields with nothing queued runs on in place, yet the worker's
+ * other duties keep their turns while it does nothing but yield: its
+ * poller, a timer, a task from the injector (one worker, so the injected
+ * task can only be taken by the yielding fiber's worker), and a task
+ * another worker sent it. Each must show up within a second. The pollers
+ * keep their cadence too: once per PC_TASK_BUDGET tasks run, yields
+ * counted as tasks (half that, for slack).
+ */
+struct alone {
+        _Atomic unsigned polls, timer, injected, sent;
+        unsigned want_injected, want_sent;
+        /* what the yielding fiber saw happen while it yielded */
+        bool polled, timed, took_injected, got_sent;
+        unsigned cadence_polls; /* polls during ALONE_YIELDS more yields */
+        struct pc_timer t;
+        pthread_t th;
+        bool th_started;
+};
+
+static struct alone L;
+
+#define ALONE_YIELDS (64 * PC_TASK_BUDGET)
+
+static unsigned alone_poll(void *arg)
+{
+        (void)arg;
+        atomic_fetch_add(&L.polls, 1);
+        return 0;
+}
+
+static const struct pc_poller_ops alone_ops = {.name = "alone", .poll = alone_poll};
+
+/* A task, the timer's callback: @arg is the flag it raises. */
+static void mark(void *arg)
+{
+        atomic_store((_Atomic unsigned *)arg, 1);
+}
+
+static void alone_timer(struct pc_timer *t, void *arg)
+{
+        (void)t;
+        mark(arg);
+}
+
+static void alone_send(void *arg)
+{
+        assert_int_equal(pc_spawn_on(0, mark, arg), 0);
+}
+
+static void *alone_injector(void *arg)
+{
+        assert_int_equal(pc_runtime_inject(RT, mark, arg), 0);
+        return NULL;
+}
+
+static void *alone_yielder(void *arg)
+{
+        uint64_t deadline = pc_now_ns() + 1000000000u;
+        unsigned polls0 = atomic_load(&L.polls);
+
+        (void)arg;
+        do {
+                pc_fiber_yield();
+                L.polled = atomic_load(&L.polls) > polls0;
+                L.timed = atomic_load(&L.timer) != 0;
+                L.took_injected = atomic_load(&L.injected) >= L.want_injected;
+                L.got_sent = atomic_load(&L.sent) >= L.want_sent;
+        } while (!(L.polled && L.timed && L.took_injected && L.got_sent) &&
+                 pc_now_ns() < deadline);
+        polls0 = atomic_load(&L.polls);
+        for (unsigned i = 0; i < ALONE_YIELDS; i++)
+                pc_fiber_yield();
+        L.cadence_polls = atomic_load(&L.polls) - polls0;
+        pc_runtime_stop(RT);
+        return NULL;
+}
+
+static void alone_main(void *arg)
+{
+        struct pc_poller *p;
+
+        (void)arg;
+        assert_int_equal(pc_poller_register(&alone_ops, NULL, &p), 0);
+        pc_timer_init(&L.t, alone_timer, &L.timer);
+        assert_int_equal(pc_timer_start(&L.t, 1000000, 0), 0);
+        assert_int_equal(pc_fiber_spawn(alone_yielder, NULL, NULL), 0);
+        if (L.want_injected)
+                L.th_started = pthread_create(&L.th, NULL, alone_injector, &L.injected) == 0;
+        if (L.want_sent)
+                assert_int_equal(pc_spawn_on(1, alone_send, &L.sent), 0);
+}
+
+static void run_alone(unsigned workers)
+{
+        memset(&L, 0, sizeof(L));
+        L.want_injected = workers == 1;
+        L.want_sent = workers > 1;
+        run_on(workers, alone_main, NULL);
+        if (L.th_started)
+                pthread_join(L.th, NULL);
+        assert_true(L.th_started || !L.want_injected);
+        assert_true(L.polled);
+        assert_true(L.timed);
+        assert_true(L.took_injected);
+        assert_true(L.got_sent);
+        assert_in_range(L.cadence_polls, ALONE_YIELDS / PC_TASK_BUDGET / 2, ALONE_YIELDS);
+}
+
+static void test_yield_alone_lets_others_run(void **state)
+{
+        (void)state;
+        run_alone(1);
+        run_alone(2);
 }
 
 /* ---- many live fibers ---------------------------------------------------------------- */
@@ -692,6 +812,7 @@ int main(void)
                 cmocka_unit_test(test_switch_and_join),
                 cmocka_unit_test(test_spawn_off_worker),
                 cmocka_unit_test(test_switch_keeps_state),
+                cmocka_unit_test(test_yield_alone_lets_others_run),
                 cmocka_unit_test(test_many_live_fibers),
                 cmocka_unit_test(test_sleep_order),
                 cmocka_unit_test(test_stop_cancels_sleeps),
