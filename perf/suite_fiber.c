@@ -3,12 +3,14 @@
  * fiber: what a fiber costs. On one worker:
  *
  *   switch      a yield round trip (yield_rtt_ns): one fiber alone on its
- *               worker calls pc_fiber_yield() in a loop, each call a trip
- *               through the worker's loop (its run queue, the timer and
- *               injector checks, the pollers every PC_TASK_BUDGET tasks)
- *               and back;
+ *               worker calls pc_fiber_yield() in a loop; with nothing
+ *               queued before it, a call goes on in place as the worker's
+ *               next task, and switches out to the worker's loop where the
+ *               loop would look at the injector or timers first or run its
+ *               pollers (every PC_TASK_BUDGET tasks);
  *   pingpong    two fibers yielding to each other: ns per round trip, A to
- *               B and back (pingpong_rtt_ns);
+ *               B and back (pingpong_rtt_ns), each yield two switches, to
+ *               the worker's loop and from it to the other fiber;
  *   spawn_join  a parent fiber spawns 64 children, each returning its
  *               index, then joins each: ns per child (ns_per_fiber).
  *
