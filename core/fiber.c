@@ -229,11 +229,22 @@ static inline void requeue_here(struct pc_worker *w, struct pc_fiber *f)
         pc__push_local(w, &f->task);
 }
 
-/* Back on the fiber's stack, on whichever worker resumed it. */
+/* Back on the fiber's stack, on whichever worker resumed it: from its
+ * task runner, or straight from the fiber that yielded to it, whose
+ * context we keep for it. */
 static void resumed(struct pc_fiber *f, transfer_t t)
 {
         struct pc_worker *w = cur_worker();
+        struct pc_fiber *from = w->fib.from;
 
+        if (from) {
+                w->fib.from = NULL;
+                from->ctx = t.fctx;
+#ifdef PC_ASAN
+                __sanitizer_finish_switch_fiber(f->asan_fake, NULL, NULL);
+#endif
+                return;
+        }
 #ifdef PC_ASAN
         __sanitizer_finish_switch_fiber(f->asan_fake, &w->fib.sched_bottom, &w->fib.sched_size);
 #else
@@ -259,6 +270,50 @@ static void switch_out(struct pc_worker *w, int action)
 #endif
         t = ctx_jump(w->fib.sched, NULL);
         resumed(f, t);
+}
+
+static void resume_task(void *arg);
+
+/*
+ * A sticky fiber @f yields on @w. With nothing queued it is the loop's
+ * next task, and goes on in place. With a sticky fiber first in line, it
+ * switches straight to that one, queued at the tail as a yield queues it,
+ * and returns once resumed. Either takes the loop's turn (pc__take_turn());
+ * where it cannot, or a task that is no fiber is first, the yield goes
+ * through the loop. Returns whether the yield is done. Only @w's thread
+ * resumes a sticky fiber, so @f is queued safely while still on its
+ * stack: nothing runs it before the switch is over.
+ */
+static bool yield_direct(struct pc_worker *w, struct pc_fiber *f)
+{
+        struct pc_runq *rq = &w->rq;
+        struct pc_fiber *next;
+        struct pc_task *t;
+        transfer_t tr;
+
+        if (rq->head == rq->tail) {
+                /* In tpc mode the ring and its overflow are all there is. */
+                return rq->ovf_head == NULL && pc__take_turn(w);
+        }
+        t = rq->slots[rq->head & rq->mask];
+        if (t->fn != resume_task || !((struct pc_fiber *)t->arg)->sticky || !pc__take_turn(w))
+                return false;
+        rq->head++;
+        next = t->arg;
+        atomic_store_explicit(&f->state, F_READY, memory_order_relaxed);
+        requeue_here(w, f);
+        w->fib.cur = next;
+        w->fib.from = f;
+        atomic_store_explicit(&next->state, F_RUN, memory_order_relaxed);
+#ifdef PC_TSAN
+        __tsan_switch_to_fiber(next->tsan, 0);
+#endif
+#ifdef PC_ASAN
+        __sanitizer_start_switch_fiber(&f->asan_fake, next->stack_lo, next->stack_size);
+#endif
+        tr = ctx_jump(next->ctx, next);
+        resumed(f, tr);
+        return true;
 }
 
 static void fiber_entry(transfer_t t)
@@ -319,6 +374,8 @@ static void resume_task(void *arg)
 #ifdef PC_ASAN
         __sanitizer_finish_switch_fiber(w->fib.asan_fake, NULL, NULL);
 #endif
+        /* Back from @f, or from a fiber it yielded to straight. */
+        f = w->fib.cur;
         f->ctx = t.fctx;
         w->fib.cur = NULL;
         switch (w->fib.action) {
@@ -458,9 +515,9 @@ void pc_fiber_yield(void)
 
         if (w == NULL || w->fib.cur == NULL)
                 return;
-        /* Next in line anyway. An elastic fiber always goes through the
-         * queue, where a thief may take it. */
-        if (w->fib.cur->sticky && pc__yield_in_place(w))
+        /* An elastic fiber always goes through the queue, where a thief
+         * may take it. */
+        if (w->fib.cur->sticky && yield_direct(w, w->fib.cur))
                 return;
         switch_out(w, A_YIELD);
 }

@@ -113,6 +113,7 @@ struct pc_local_stats {
 struct pc_fiber;
 struct pc__fiber_worker {
         struct pc_fiber *cur;   /* the fiber running now, or NULL */
+        struct pc_fiber *from;  /* switched straight to cur; saved by cur */
         void *sched;            /* context of the task runner that resumed it */
         int action;             /* what cur asked for as it switched out */
         struct pc_fiber *cache; /* finished fibers whose stacks are kept */
@@ -409,9 +410,10 @@ void pc__unadvertise(struct pc_worker *w);
  * advertises: wake a sleeper that can take the backlog. */
 void pc__backlog_wake(struct pc_worker *w);
 
-/* The calling fiber on @w yields with nothing queued before it: whether
- * it may run on in place, the loop's next task anyway (counted as one). */
-bool pc__yield_in_place(struct pc_worker *w);
+/* A fiber of @w yields and will itself run the loop's next task (go on
+ * in place, or switch to a fiber first in line): whether it may take the
+ * loop's turn for it; if so, the turn is counted as one task run. */
+bool pc__take_turn(struct pc_worker *w);
 
 /* timer.c */
 unsigned pc__timers_expire(struct pc_worker *w, uint64_t now);

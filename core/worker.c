@@ -246,17 +246,19 @@ static unsigned run_tasks(struct pc_worker *w)
 }
 
 /*
- * A fiber yields and nothing is queued before it: the loop's next task
- * would be that fiber, so it may go on without the two switches, taking
- * the loop's turn (budget, injector countdown, timer tick) as one more
- * task run. Not where the loop would look at the injector or the timers
- * first, nor once the budget is spent (the pollers' turn), nor outside
- * run_tasks(): then the fiber switches out and the loop does its part.
- * Caladan's thread_yield() takes the same shortcut.
+ * A fiber yields and will run the loop's next task itself: go on in place
+ * when nothing is queued (it would be next), or switch straight to the
+ * fiber first in line, without the two switches through this loop. It
+ * takes the loop's turn for it (budget, injector countdown, timer tick),
+ * counted as one more task run, but not the turn where the loop would
+ * look at the injector or the timers first, nor once the budget is spent
+ * (the pollers' turn), nor outside run_tasks(): then the fiber switches
+ * out and the loop does its part. Caladan's thread_yield() takes the same
+ * shortcuts.
  */
-bool pc__yield_in_place(struct pc_worker *w)
+bool pc__take_turn(struct pc_worker *w)
 {
-        if (w->budget_left == 0 || pc__queued(w) != 0 || w->inject_countdown == 1 ||
+        if (w->budget_left == 0 || w->inject_countdown == 1 ||
             (((w->tick + 1) & (PC_TIMER_EVERY - 1)) == 0 && w->tn))
                 return false;
         w->budget_left--;

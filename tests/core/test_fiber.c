@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Fibers: switch and join, what a switch keeps (stack alignment, values in
- * registers), a lone yielding fiber leaving the worker's other work its
- * turns, many live fibers on one worker, sleep order,
- * misuse, the stop drain cancelling sleeps, and a stack overflow that
- * must end its (child) process with the message.
+ * registers), yields among sleeps and joins, a lone yielding fiber leaving
+ * the worker's other work its turns, many live fibers on one worker, sleep
+ * order, misuse, the stop drain cancelling sleeps, and a stack overflow
+ * that must end its (child) process with the message.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -181,6 +181,71 @@ static void test_switch_keeps_state(void **state)
         assert_int_equal(K.ended, 2);
         assert_false(K.misaligned);
         assert_int_equal(K.bad, 0);
+}
+
+/* ---- yields among waits -------------------------------------------------------------- */
+
+/*
+ * Fibers that yield to each other (straight from fiber to fiber) and in
+ * between sleep, and spawn and join a child that yields too: each wait
+ * begins on a fiber another one switched to, each wake finds it there, and
+ * every fiber ends once with every child's result seen.
+ */
+#define MIXED_FIBERS 8
+#define MIXED_STEPS 90
+
+struct mixed {
+        unsigned ended, sleeps_ok, joins_ok;
+};
+
+static struct mixed X;
+
+static void *mixed_child(void *arg)
+{
+        pc_fiber_yield();
+        return (void *)((uintptr_t)arg + 1);
+}
+
+static void *mixed_fiber(void *arg)
+{
+        for (uintptr_t i = 0; i < MIXED_STEPS; i++) {
+                struct pc_fiber *c;
+                void *r = NULL;
+
+                switch (i % 3) {
+                case 0:
+                        pc_fiber_yield();
+                        break;
+                case 1:
+                        X.sleeps_ok += pc_fiber_sleep_ns(1000) == 0;
+                        break;
+                default:
+                        if (pc_fiber_spawn(mixed_child, (void *)i, &c) == 0 &&
+                            pc_fiber_join(c, &r) == 0 && r == (void *)(i + 1))
+                                X.joins_ok++;
+                        break;
+                }
+        }
+        if (++X.ended == MIXED_FIBERS)
+                pc_runtime_stop(RT);
+        return arg;
+}
+
+static void mixed_main(void *arg)
+{
+        (void)arg;
+        for (uintptr_t i = 0; i < MIXED_FIBERS; i++)
+                assert_int_equal(pc_fiber_spawn(mixed_fiber, (void *)i, NULL), 0);
+}
+
+static void test_yields_among_waits(void **state)
+{
+        (void)state;
+        memset(&X, 0, sizeof(X));
+        run_on(1, mixed_main, NULL);
+        assert_int_equal(X.ended, MIXED_FIBERS);
+        assert_int_equal(X.sleeps_ok, MIXED_FIBERS * MIXED_STEPS / 3);
+        assert_int_equal(X.joins_ok, MIXED_FIBERS * MIXED_STEPS / 3);
 }
 
 /* ---- a fiber yielding alone ----------------------------------------------------------- */
@@ -813,6 +878,7 @@ int main(void)
                 cmocka_unit_test(test_spawn_off_worker),
                 cmocka_unit_test(test_switch_keeps_state),
                 cmocka_unit_test(test_yield_alone_lets_others_run),
+                cmocka_unit_test(test_yields_among_waits),
                 cmocka_unit_test(test_many_live_fibers),
                 cmocka_unit_test(test_sleep_order),
                 cmocka_unit_test(test_stop_cancels_sleeps),
