@@ -57,10 +57,12 @@ int pc_fiber_join(struct pc_fiber *f, void **result);
 
 /**
  * Let the worker run the tasks, fibers and pollers queued before us; we
- * are queued again at the tail. With nothing queued before us, a fiber of
- * a thread-per-core worker goes on at once, as the worker's next task,
- * without switching (the pollers, timers and injector keep their turns,
- * counted in tasks run). Does nothing off-fiber. Fiber only.
+ * are queued again at the tail. A fiber of a thread-per-core worker
+ * takes a shortcut where it can: with nothing queued before it, it goes
+ * on at once, the worker's next task anyway; with another such fiber
+ * first in line, it switches straight to that one. The pollers, timers
+ * and injector keep their turns, every yield counted as a task run. Does
+ * nothing off-fiber. Fiber only.
  */
 void pc_fiber_yield(void);
 

@@ -9,8 +9,9 @@
  *               loop would look at the injector or timers first or run its
  *               pollers (every PC_TASK_BUDGET tasks);
  *   pingpong    two fibers yielding to each other: ns per round trip, A to
- *               B and back (pingpong_rtt_ns), each yield two switches, to
- *               the worker's loop and from it to the other fiber;
+ *               B and back (pingpong_rtt_ns), each yield a switch straight
+ *               to the other fiber (through the worker's loop at its
+ *               turns);
  *   spawn_join  a parent fiber spawns 64 children, each returning its
  *               index, then joins each: ns per child (ns_per_fiber).
  *
