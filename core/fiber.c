@@ -31,14 +31,25 @@
 #include "pc_core_pvt.h"
 #include "pc_fiber.h"
 
-/* Boost.Context's fcontext: plain C symbols in libboost_context. */
+/* Boost.Context's fcontext interface: plain C symbols in libboost_context,
+ * and on x86-64 our own switch_x86_64.S, which keeps the floating-point
+ * control state out of the switch (half its cost). */
 typedef void *fcontext_t;
 typedef struct {
         fcontext_t fctx;
         void *data;
 } transfer_t;
+#if defined(__x86_64__) && defined(__LP64__)
+extern transfer_t pc__fctx_jump(fcontext_t const to, void *vp);
+extern fcontext_t pc__fctx_make(void *sp, size_t size, void (*fn)(transfer_t));
+#define ctx_jump pc__fctx_jump
+#define ctx_make pc__fctx_make
+#else
 extern transfer_t jump_fcontext(fcontext_t const to, void *vp);
 extern fcontext_t make_fcontext(void *sp, size_t size, void (*fn)(transfer_t));
+#define ctx_jump jump_fcontext
+#define ctx_make make_fcontext
+#endif
 
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)
@@ -214,11 +225,29 @@ static void requeue(struct pc_fiber *f)
                 (void)pc_spawn_task(&f->task);
 }
 
-/* Back on the fiber's stack, on whichever worker resumed it. */
+/* Queue @f again on @w, the worker that just ran it (its home now): the
+ * local push requeue() comes to, without the public spawns' checks. */
+static inline void requeue_here(struct pc_worker *w, struct pc_fiber *f)
+{
+        pc__push_local(w, &f->task);
+}
+
+/* Back on the fiber's stack, on whichever worker resumed it: from its
+ * task runner, or straight from the fiber that yielded to it, whose
+ * context we keep for it. */
 static void resumed(struct pc_fiber *f, transfer_t t)
 {
         struct pc_worker *w = cur_worker();
+        struct pc_fiber *from = w->fib.from;
 
+        if (from) {
+                w->fib.from = NULL;
+                from->ctx = t.fctx;
+#ifdef PC_ASAN
+                __sanitizer_finish_switch_fiber(f->asan_fake, NULL, NULL);
+#endif
+                return;
+        }
 #ifdef PC_ASAN
         __sanitizer_finish_switch_fiber(f->asan_fake, &w->fib.sched_bottom, &w->fib.sched_size);
 #else
@@ -227,10 +256,10 @@ static void resumed(struct pc_fiber *f, transfer_t t)
         w->fib.sched = t.fctx;
 }
 
-/* Give the worker back to the task runner that resumed us. */
-static void switch_out(int action)
+/* Give the worker back to the task runner that resumed us; @w is the
+ * worker running us now. */
+static void switch_out(struct pc_worker *w, int action)
 {
-        struct pc_worker *w = cur_worker();
         struct pc_fiber *f = w->fib.cur;
         transfer_t t;
 
@@ -242,8 +271,52 @@ static void switch_out(int action)
         __sanitizer_start_switch_fiber(action == A_DONE ? NULL : &f->asan_fake,
                                        w->fib.sched_bottom, w->fib.sched_size);
 #endif
-        t = jump_fcontext(w->fib.sched, NULL);
+        t = ctx_jump(w->fib.sched, NULL);
         resumed(f, t);
+}
+
+static void resume_task(void *arg);
+
+/*
+ * A sticky fiber @f yields on @w. With nothing queued it is the loop's
+ * next task, and goes on in place. With a sticky fiber first in line, it
+ * switches straight to that one, queued at the tail as a yield queues it,
+ * and returns once resumed. Either takes the loop's turn (pc__take_turn());
+ * where it cannot, or a task that is no fiber is first, the yield goes
+ * through the loop. Returns whether the yield is done. Only @w's thread
+ * resumes a sticky fiber, so @f is queued safely while still on its
+ * stack: nothing runs it before the switch is over.
+ */
+static bool yield_direct(struct pc_worker *w, struct pc_fiber *f)
+{
+        struct pc_runq *rq = &w->rq;
+        struct pc_fiber *next;
+        struct pc_task *t;
+        transfer_t tr;
+
+        if (rq->head == rq->tail) {
+                /* In tpc mode the ring and its overflow are all there is. */
+                return rq->ovf_head == NULL && pc__take_turn(w);
+        }
+        t = rq->slots[rq->head & rq->mask];
+        if (t->fn != resume_task || !((struct pc_fiber *)t->arg)->sticky || !pc__take_turn(w))
+                return false;
+        rq->head++;
+        next = t->arg;
+        atomic_store_explicit(&f->state, F_READY, memory_order_relaxed);
+        requeue_here(w, f);
+        w->fib.cur = next;
+        w->fib.from = f;
+        atomic_store_explicit(&next->state, F_RUN, memory_order_relaxed);
+#ifdef PC_TSAN
+        __tsan_switch_to_fiber(next->tsan, 0);
+#endif
+#ifdef PC_ASAN
+        __sanitizer_start_switch_fiber(&f->asan_fake, next->stack_lo, next->stack_size);
+#endif
+        tr = ctx_jump(next->ctx, next);
+        resumed(f, tr);
+        return true;
 }
 
 static void fiber_entry(transfer_t t)
@@ -252,7 +325,7 @@ static void fiber_entry(transfer_t t)
 
         resumed(f, t);
         f->result = f->fn(f->arg);
-        switch_out(A_DONE);
+        switch_out(cur_worker(), A_DONE);
         abort(); /* a finished fiber is never resumed */
 }
 
@@ -300,16 +373,18 @@ static void resume_task(void *arg)
 #ifdef PC_ASAN
         __sanitizer_start_switch_fiber(&w->fib.asan_fake, f->stack_lo, f->stack_size);
 #endif
-        t = jump_fcontext(f->ctx, f);
+        t = ctx_jump(f->ctx, f);
 #ifdef PC_ASAN
         __sanitizer_finish_switch_fiber(w->fib.asan_fake, NULL, NULL);
 #endif
+        /* Back from @f, or from a fiber it yielded to straight. */
+        f = w->fib.cur;
         f->ctx = t.fctx;
         w->fib.cur = NULL;
         switch (w->fib.action) {
         case A_YIELD:
                 atomic_store_explicit(&f->state, F_READY, memory_order_relaxed);
-                requeue(f);
+                requeue_here(w, f);
                 break;
         case A_SUSPEND:
                 if (!atomic_compare_exchange_strong_explicit(&f->state, &expected, F_SUSPENDED,
@@ -317,7 +392,7 @@ static void resume_task(void *arg)
                                                              memory_order_acquire)) {
                         /* Woken before it was even suspended. */
                         atomic_store_explicit(&f->state, F_READY, memory_order_relaxed);
-                        requeue(f);
+                        requeue_here(w, f);
                 }
                 break;
         default:
@@ -384,7 +459,7 @@ int pc_fiber_spawn_flags(pc_fiber_fn fn, void *arg, unsigned flags, struct pc_fi
         f->asan_fake = NULL;
         atomic_store_explicit(&f->joiner, NULL, memory_order_relaxed);
         atomic_store_explicit(&f->state, F_READY, memory_order_relaxed);
-        f->ctx = make_fcontext(f->stack_lo + f->stack_size, f->stack_size, fiber_entry);
+        f->ctx = ctx_make(f->stack_lo + f->stack_size, f->stack_size, fiber_entry);
 #ifdef PC_TSAN
         f->tsan = __tsan_create_fiber(0);
 #endif
@@ -406,7 +481,8 @@ int pc_fiber_spawn_flags(pc_fiber_fn fn, void *arg, unsigned flags, struct pc_fi
 
 int pc_fiber_join(struct pc_fiber *f, void **result)
 {
-        struct pc_fiber *me = pc_fiber_self(), *expected = NULL;
+        struct pc_worker *w = cur_worker();
+        struct pc_fiber *me = w ? w->fib.cur : NULL, *expected = NULL;
 
         if (me == NULL)
                 return -EPERM;
@@ -416,7 +492,7 @@ int pc_fiber_join(struct pc_fiber *f, void **result)
                                                     memory_order_acq_rel,
                                                     memory_order_acquire)) {
                 /* Registered: finish() wakes us. */
-                switch_out(A_SUSPEND);
+                switch_out(w, A_SUSPEND);
         } else if (expected != JOIN_DONE) {
                 return -EINVAL; /* someone else joins it */
         }
@@ -428,10 +504,11 @@ int pc_fiber_join(struct pc_fiber *f, void **result)
 
 int pc__fiber_wait(void)
 {
-        struct pc_fiber *f = pc_fiber_self();
+        struct pc_worker *w = cur_worker();
+        struct pc_fiber *f = w->fib.cur;
 
         /* wake_rc is the waker's to write (it may already have). */
-        switch_out(A_SUSPEND);
+        switch_out(w, A_SUSPEND);
         return f->wake_rc;
 }
 
@@ -442,8 +519,15 @@ void pc__fiber_wake(struct pc_fiber *f, int rc)
 
 void pc_fiber_yield(void)
 {
-        if (pc_fiber_self())
-                switch_out(A_YIELD);
+        struct pc_worker *w = cur_worker();
+
+        if (w == NULL || w->fib.cur == NULL)
+                return;
+        /* An elastic fiber always goes through the queue, where a thief
+         * may take it. */
+        if (w->fib.cur->sticky && yield_direct(w, w->fib.cur))
+                return;
+        switch_out(w, A_YIELD);
 }
 
 void pc__fiber_timer_fn(struct pc_timer *t, void *arg)
@@ -459,7 +543,8 @@ void pc__fiber_cancel(void *fiber_arg)
 
 int pc_fiber_sleep_ns(uint64_t ns)
 {
-        struct pc_fiber *f = pc_fiber_self();
+        struct pc_worker *w = cur_worker();
+        struct pc_fiber *f = w ? w->fib.cur : NULL;
         int rc;
 
         if (f == NULL)
@@ -469,7 +554,7 @@ int pc_fiber_sleep_ns(uint64_t ns)
         rc = pc_timer_start(&f->timer, ns, 0);
         if (rc)
                 return rc;
-        switch_out(A_SUSPEND);
+        switch_out(w, A_SUSPEND);
         return f->wake_rc;
 }
 
@@ -478,7 +563,7 @@ int pc_fiber_sleep_ns(uint64_t ns)
 static struct sigaction old_segv, old_bus;
 static pthread_once_t guard_once = PTHREAD_ONCE_INIT;
 static pthread_key_t alt_key;
-static __thread void *alt_stack;
+static __thread void *alt_stack PC_TLS_IE; /* checked on every resume */
 
 static void say(const char *s)
 {

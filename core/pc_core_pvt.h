@@ -113,6 +113,7 @@ struct pc_local_stats {
 struct pc_fiber;
 struct pc__fiber_worker {
         struct pc_fiber *cur;   /* the fiber running now, or NULL */
+        struct pc_fiber *from;  /* switched straight to cur; saved by cur */
         void *sched;            /* context of the task runner that resumed it */
         int action;             /* what cur asked for as it switched out */
         struct pc_fiber *cache; /* finished fibers whose stacks are kept */
@@ -133,6 +134,7 @@ struct pc_worker {
         int node;
         unsigned inject_countdown;
         unsigned tick;
+        unsigned budget_left; /* tasks this loop iteration may still run */
         uint64_t rng;
         uint64_t idle_since; /* 0 while busy */
         uint64_t spin_ns;    /* adaptive idle: this worker's spin before parking */
@@ -413,6 +415,11 @@ void pc__unadvertise(struct pc_worker *w);
 /* Owner, from pc__push_local(), every PC_WAKE_STEP pushes while it
  * advertises: wake a sleeper that can take the backlog. */
 void pc__backlog_wake(struct pc_worker *w);
+
+/* A fiber of @w yields and will itself run the loop's next task (go on
+ * in place, or switch to a fiber first in line): whether it may take the
+ * loop's turn for it; if so, the turn is counted as one task run. */
+bool pc__take_turn(struct pc_worker *w);
 
 /* timer.c */
 unsigned pc__timers_expire(struct pc_worker *w, uint64_t now);

@@ -5,9 +5,13 @@
  * waits (yield, sleep, join) it gives its worker back and is queued again
  * once it may go on. Each has its own mmap'ed stack of
  * PERCORE_FIBER_STACK_KB (64) with a guard page below it; finished fibers'
- * stacks are kept per worker for the next spawn. A context switch is
- * Boost.Context's fcontext (a few instructions, no system call), with the
- * sanitizers' fiber hooks around it in ASan and TSan builds.
+ * stacks are kept per worker for the next spawn. A context switch is a few
+ * instructions and no system call (core/switch_x86_64.S on x86-64,
+ * Boost.Context's fcontext elsewhere), with the sanitizers' fiber hooks
+ * around it in ASan and TSan builds. On x86-64 the floating-point control
+ * state (rounding mode, exception masks) is the worker thread's, not the
+ * fiber's, as with goroutines: a fiber that changes it (fesetround) puts it
+ * back before a call that may suspend.
  *
  * In thread-per-core mode a fiber stays on the worker that spawned it. In
  * elastic mode it is queued like any elastic task each time it may run
@@ -64,7 +68,12 @@ int pc_fiber_join(struct pc_fiber *f, void **result);
 
 /**
  * Let the worker run the tasks, fibers and pollers queued before us; we
- * are queued again at the tail. Does nothing off-fiber. Fiber only.
+ * are queued again at the tail. A fiber of a thread-per-core worker
+ * takes a shortcut where it can: with nothing queued before it, it goes
+ * on at once, the worker's next task anyway; with another such fiber
+ * first in line, it switches straight to that one. The pollers, timers
+ * and injector keep their turns, every yield counted as a task run. Does
+ * nothing off-fiber. Fiber only.
  */
 void pc_fiber_yield(void);
 

@@ -235,10 +235,36 @@ static unsigned run_tasks(struct pc_worker *w)
                         if (t == NULL)
                                 break;
                 }
+                /* A fiber yielding in place spends this budget too. */
+                w->budget_left = PC_TASK_BUDGET - 1 - i;
                 run_task(w, t);
+                i = PC_TASK_BUDGET - 1 - w->budget_left;
         }
+        w->budget_left = 0;
         w->ls.tasks_run += i;
         return i;
+}
+
+/*
+ * A fiber yields and will run the loop's next task itself: go on in place
+ * when nothing is queued (it would be next), or switch straight to the
+ * fiber first in line, without the two switches through this loop. It
+ * takes the loop's turn for it (budget, injector countdown, timer tick),
+ * counted as one more task run, but not the turn where the loop would
+ * look at the injector or the timers first, nor once the budget is spent
+ * (the pollers' turn), nor outside run_tasks(): then the fiber switches
+ * out and the loop does its part. Caladan's thread_yield() takes the same
+ * shortcuts.
+ */
+bool pc__take_turn(struct pc_worker *w)
+{
+        if (w->budget_left == 0 || w->inject_countdown == 1 ||
+            (((w->tick + 1) & (PC_TIMER_EVERY - 1)) == 0 && w->tn))
+                return false;
+        w->budget_left--;
+        w->inject_countdown--;
+        w->tick++;
+        return true;
 }
 
 static unsigned run_pollers(struct pc_worker *w)

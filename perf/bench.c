@@ -40,6 +40,7 @@ static const struct suite suites[] = {
         {"spawn", suite_spawn, "local spawn+run throughput per worker"},
         {"imbalance", suite_imbalance, "makespan of uneven work, skewed and balanced"},
         {"msg", suite_msg, "cross-core submit throughput and call round trip, 2 workers"},
+        {"fiber", suite_fiber, "fiber yield, spawn+join and call-await, vs goroutines and Tokio"},
         {"fwd", suite_fwd, "DPDK forwarding Mpps on one core, pc-fwd vs dpdk-testpmd"},
 #ifdef PC_HAVE_URING
         {"echo", suite_echo, "TCP echo 64 B requests/s, pc-echo vs Tokio and epoll, 1 and 2 workers"},
@@ -307,6 +308,9 @@ static const struct {
         {"makespan_ratio_to_ideal", "x_ideal"},
         {"msgs_per_sec", "msgs/s"},
         {"call_rtt_ns", "rtt_ns"},
+        {"yield_rtt_ns", "yield_ns"},
+        {"pingpong_rtt_ns", "pp_rtt_ns"},
+        {"ns_per_fiber", "ns/fiber"},
         {"idle_iter_ns", "idle_ns"},
         {"mpps_per_core", "Mpps"},
         {"requests_per_sec", "req/s"},

@@ -153,6 +153,7 @@ int bench_plot(const char *path, const struct bench_record *recs, unsigned n);
 int suite_spawn(const struct bench_opts *o);
 int suite_imbalance(const struct bench_opts *o);
 int suite_msg(const struct bench_opts *o);
+int suite_fiber(const struct bench_opts *o);
 int suite_fwd(const struct bench_opts *o);
 int suite_echo(const struct bench_opts *o);
 int suite_kv(const struct bench_opts *o);

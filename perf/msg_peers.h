@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the msg suite shares with its peers: the message sink both sides
- * call, and a pair of pinned threads.
+ * What the msg suite shares with its peers (the message sink both sides
+ * call, a pair of pinned threads) and with the fiber suite (its call round
+ * trip).
  */
 #ifndef PC_BENCH_MSG_PEERS_H
 #define PC_BENCH_MSG_PEERS_H
@@ -9,6 +10,8 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+
+#include "bench.h"
 
 /* The receiving side's count: a plain counter its thread owns, published
  * every 64 messages so the sender's flow control reads a line that rarely
@@ -37,5 +40,24 @@ int msg_pair_run(bool pin, int cpu0, void *(*a)(void *), int cpu1, void *(*b)(vo
  * (-ENOTSUP when percore-bench was built without DPDK).
  */
 double msg_peer_rte_ring(bool pin, int cpu0, int cpu1, double duration_s);
+
+/*
+ * One run of the call case (call_rtt_ns) with @start issuing the round
+ * trips: a runtime of 2 workers with shard mailboxes and no blocking lane;
+ * @start runs on worker 0 once the clock runs, and whatever it sets off
+ * calls msg_call_round() on the caller's worker after each round trip,
+ * going on while that returns true. Returns ns per round trip, or a
+ * negative errno. Main thread only.
+ */
+double msg_call_rtt(const struct bench_opts *o, enum pc_mode mode, unsigned *workers,
+                    pc_task_fn start);
+/* The call case's own percore side: pc_call() with a callback that calls
+ * again. */
+double msg_call_run(const struct bench_opts *o, enum pc_mode mode, unsigned *workers,
+                    void *ctx);
+/* Count one round trip; false once the run stops. Worker only. */
+bool msg_call_round(void);
+/* The call case's callee: returns its argument. */
+void *msg_echo(void *arg);
 
 #endif

@@ -116,7 +116,9 @@ struct msg_ctx {
         uint64_t t0, t1;
         uint64_t sent;    /* worker 0 */
         uint64_t done_at_stop;
-        uint64_t rounds;  /* worker 0, call case */
+        /* call case: on the caller's worker (worker 0, or the one an
+         * elastic fiber moved to), read there by the stop timer */
+        _Atomic uint64_t rounds;
         struct msg_sink sink; /* worker 1 */
 };
 
@@ -139,18 +141,36 @@ static void submit_driver(void *arg)
         pc_spawn_task(&C.driver);
 }
 
-static void *echo(void *arg)
+void *msg_echo(void *arg)
 {
         return arg;
+}
+
+/* What issues the call case's round trips (see msg_call_rtt()). */
+static pc_task_fn call_start;
+
+bool msg_call_round(void)
+{
+        /* One writer at a time; relaxed, so the callback path pays no
+         * read-modify-write. */
+        atomic_store_explicit(&C.rounds,
+                              atomic_load_explicit(&C.rounds, memory_order_relaxed) + 1,
+                              memory_order_relaxed);
+        return !pc_runtime_stopping(C.rt);
 }
 
 static void call_back(void *result, void *arg)
 {
         (void)result;
         (void)arg;
-        C.rounds++;
-        if (!pc_runtime_stopping(C.rt))
-                pc_call(1, echo, NULL, call_back, NULL);
+        if (msg_call_round())
+                pc_call(1, msg_echo, NULL, call_back, NULL);
+}
+
+static void call_first(void *arg)
+{
+        (void)arg;
+        pc_call(1, msg_echo, NULL, call_back, NULL);
 }
 
 static void stop_submit(struct pc_timer *t, void *arg)
@@ -167,7 +187,7 @@ static void stop_call(struct pc_timer *t, void *arg)
         (void)t;
         (void)arg;
         C.t1 = pc_now_ns();
-        C.done_at_stop = C.rounds;
+        C.done_at_stop = atomic_load_explicit(&C.rounds, memory_order_relaxed);
         pc_runtime_stop(C.rt);
 }
 
@@ -187,7 +207,7 @@ static void call_main(void *arg)
         pc_timer_init(&C.stop_timer, stop_call, NULL);
         pc_timer_start(&C.stop_timer, C.duration_ns, 0);
         C.t0 = pc_now_ns();
-        pc_call(1, echo, NULL, call_back, NULL);
+        call_start(NULL);
 }
 
 static int msg_runtime(const struct bench_opts *o, enum pc_mode mode, struct pc_runtime **rt)
@@ -243,11 +263,18 @@ static double submit_run(const struct bench_opts *o, enum pc_mode mode, unsigned
         return run_case(o, mode, workers, submit_main);
 }
 
-static double call_run(const struct bench_opts *o, enum pc_mode mode, unsigned *workers,
-                       void *ctx)
+double msg_call_rtt(const struct bench_opts *o, enum pc_mode mode, unsigned *workers,
+                    pc_task_fn start)
+{
+        call_start = start;
+        return run_case(o, mode, workers, call_main);
+}
+
+double msg_call_run(const struct bench_opts *o, enum pc_mode mode, unsigned *workers,
+                    void *ctx)
 {
         (void)ctx;
-        return run_case(o, mode, workers, call_main);
+        return msg_call_rtt(o, mode, workers, call_first);
 }
 
 /* ---- peers --------------------------------------------------------------- */
@@ -494,7 +521,7 @@ int suite_msg(const struct bench_opts *o)
         rc = msg_case(o, "submit", "msgs_per_sec", "msgs/s", false, submit_run,
                       "peer:rte_ring", rte_ring_run);
         if (rc == 0)
-                rc = msg_case(o, "call", "call_rtt_ns", "ns", true, call_run,
+                rc = msg_case(o, "call", "call_rtt_ns", "ns", true, msg_call_run,
                               "peer:pingpong", cacheline_run);
         for (unsigned i = 0; i < 3 && rc == 0; i++) {
                 const struct bench_side idle = {"tpc", PC_MODE_TPC, idle_run, &counts[i]};

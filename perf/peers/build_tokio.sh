@@ -1,29 +1,33 @@
 #!/usr/bin/env bash
-# Builds the Tokio echo peer (tokio-echo/) offline against Debian 12's
-# packaged crates in /usr/share/cargo/registry (librust-tokio-dev), into
-# OUTDIR/tokio-echo. It never fails the build: whatever goes wrong, it
-# writes "skipped: <reason>" to OUTDIR/tokio-echo.status and exits 0, and
-# the bench shows the peer as skipped. On success the status file says
+# Builds a Tokio peer, the crate CRATE beside this script (tokio-echo/,
+# tokio-fiber/), offline against Debian 12's packaged crates in
+# /usr/share/cargo/registry (librust-tokio-dev), into OUTDIR/CRATE, the
+# binary named like its crate. It never fails the build: whatever goes
+# wrong, it writes "skipped: <reason>" to OUTDIR/CRATE.status and exits 0,
+# and the bench shows the peer as skipped. On success the status file says
 # "built: tokio X.Y.Z".
 #
-# Usage: build_tokio.sh OUTDIR
+# Usage: build_tokio.sh OUTDIR [CRATE]   (CRATE: tokio-echo by default)
 set -u
 
-out=${1:?usage: build_tokio.sh OUTDIR}
-src=$(cd "$(dirname "$0")/tokio-echo" && pwd)
+out=${1:?usage: build_tokio.sh OUTDIR [CRATE]}
+crate=${2:-tokio-echo}
+src=$(cd "$(dirname "$0")/$crate" 2>/dev/null && pwd)
 registry=${PERCORE_CARGO_REGISTRY:-/usr/share/cargo/registry}
-work=$out/tokio-echo.build
-status=$out/tokio-echo.status
+work=$out/$crate.build
+status=$out/$crate.status
 log=$work/cargo.log
 
 mkdir -p "$out"
 
 skip() {
-	rm -f "$out/tokio-echo"
+	rm -f "$out/$crate"
 	echo "skipped: $*" >"$status"
-	echo "percore: tokio-echo skipped: $*" >&2
+	echo "percore: $crate skipped: $*" >&2
 	exit 0
 }
+
+[ -n "$src" ] || skip "no crate $crate beside $0"
 
 cargo=$(command -v cargo) || skip "cargo not found (apt-get install cargo)"
 [ -d "$registry" ] || skip "no crate registry at $registry"
@@ -61,9 +65,9 @@ version=$(awk '/^name = "tokio"$/ { t = 1; next }
 	t && /^version = / { gsub(/"/, "", $3); print $3; exit }' "$work/crate/Cargo.lock")
 [ -n "$version" ] || skip "no tokio in $work/crate/Cargo.lock"
 
-TOKIO_ECHO_TOKIO_VERSION=$version "${nice[@]}" "$cargo" build --release --offline \
+PEER_TOKIO_VERSION=$version "${nice[@]}" "$cargo" build --release --offline \
 	--manifest-path "$manifest" >>"$log" 2>&1 ||
 	skip "cargo build failed (see $log)"
-cp "$CARGO_TARGET_DIR/release/tokio-echo" "$out/tokio-echo.tmp" &&
-	mv "$out/tokio-echo.tmp" "$out/tokio-echo" || skip "cannot install $out/tokio-echo"
+cp "$CARGO_TARGET_DIR/release/$crate" "$out/$crate.tmp" &&
+	mv "$out/$crate.tmp" "$out/$crate" || skip "cannot install $out/$crate"
 echo "built: tokio $version" >"$status"

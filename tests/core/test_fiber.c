@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fibers: switch and join, many live fibers on one worker, sleep order,
- * misuse, the stop drain cancelling sleeps, and a stack overflow that
- * must end its (child) process with the message.
+ * Fibers: switch and join, what a switch keeps (stack alignment, values in
+ * registers), yields among sleeps and joins, a lone yielding fiber leaving
+ * the worker's other work its turns, many live fibers on one worker, sleep
+ * order, misuse, the stop drain cancelling sleeps, and a stack overflow
+ * that must end its (child) process with the message.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -110,6 +113,258 @@ static void test_spawn_off_worker(void **state)
         assert_int_equal(pc_fiber_spawn(stepper, NULL, &f), -EPERM);
         assert_int_equal(pc_fiber_join((struct pc_fiber *)&P, NULL), -EPERM);
         assert_int_equal(pc_fiber_sleep_ns(1), -EPERM);
+}
+
+/* ---- what a switch keeps ------------------------------------------------------------- */
+
+/*
+ * A fiber starts with the stack a called function gets (16-byte aligned
+ * below the return address), and values it keeps in registers across a
+ * switch, as the compiler does with callee-saved ones, come back intact
+ * while another fiber ran with values of its own in the same registers.
+ */
+struct kept {
+        bool misaligned;
+        uint64_t bad;
+        unsigned ended;
+};
+
+static struct kept K;
+
+static __attribute__((noinline)) void check_aligned(void)
+{
+        /* The compiler takes the ABI's alignment as given and does not
+         * realign for 16 bytes: this lands off a boundary when the stack
+         * it was handed is off. Read back through a volatile, so that the
+         * compiler cannot fold the test away on the same assumption. */
+        _Alignas(16) char v[16];
+        char *volatile p = v;
+
+        if ((uintptr_t)p & 15)
+                K.misaligned = true;
+}
+
+static __attribute__((noinline)) uint64_t mix(uint64_t a, bool yield)
+{
+        uint64_t b = a * 3, c = a ^ 0x5555, d = a + 7, e = a * a, g = ~a, h = a >> 3;
+
+        if (yield)
+                pc_fiber_yield();
+        return a + (b ^ c) + d * e + (g | h) + b * h;
+}
+
+static void *keeper(void *arg)
+{
+        uint64_t seed = (uintptr_t)arg;
+
+        check_aligned();
+        for (uint64_t i = 0; i < 100; i++)
+                if (mix(seed * 1000 + i, true) != mix(seed * 1000 + i, false))
+                        K.bad++;
+        check_aligned();
+        if (++K.ended == 2)
+                pc_runtime_stop(RT);
+        return NULL;
+}
+
+static void kept_main(void *arg)
+{
+        (void)arg;
+        assert_int_equal(pc_fiber_spawn(keeper, (void *)(uintptr_t)1, NULL), 0);
+        assert_int_equal(pc_fiber_spawn(keeper, (void *)(uintptr_t)2, NULL), 0);
+}
+
+static void test_switch_keeps_state(void **state)
+{
+        (void)state;
+        memset(&K, 0, sizeof(K));
+        run_on(1, kept_main, NULL);
+        assert_int_equal(K.ended, 2);
+        assert_false(K.misaligned);
+        assert_int_equal(K.bad, 0);
+}
+
+/* ---- yields among waits -------------------------------------------------------------- */
+
+/*
+ * Fibers that yield to each other (straight from fiber to fiber) and in
+ * between sleep, and spawn and join a child that yields too: each wait
+ * begins on a fiber another one switched to, each wake finds it there, and
+ * every fiber ends once with every child's result seen.
+ */
+#define MIXED_FIBERS 8
+#define MIXED_STEPS 90
+
+struct mixed {
+        unsigned ended, sleeps_ok, joins_ok;
+};
+
+static struct mixed X;
+
+static void *mixed_child(void *arg)
+{
+        pc_fiber_yield();
+        return (void *)((uintptr_t)arg + 1);
+}
+
+static void *mixed_fiber(void *arg)
+{
+        for (uintptr_t i = 0; i < MIXED_STEPS; i++) {
+                struct pc_fiber *c;
+                void *r = NULL;
+
+                switch (i % 3) {
+                case 0:
+                        pc_fiber_yield();
+                        break;
+                case 1:
+                        X.sleeps_ok += pc_fiber_sleep_ns(1000) == 0;
+                        break;
+                default:
+                        if (pc_fiber_spawn(mixed_child, (void *)i, &c) == 0 &&
+                            pc_fiber_join(c, &r) == 0 && r == (void *)(i + 1))
+                                X.joins_ok++;
+                        break;
+                }
+        }
+        if (++X.ended == MIXED_FIBERS)
+                pc_runtime_stop(RT);
+        return arg;
+}
+
+static void mixed_main(void *arg)
+{
+        (void)arg;
+        for (uintptr_t i = 0; i < MIXED_FIBERS; i++)
+                assert_int_equal(pc_fiber_spawn(mixed_fiber, (void *)i, NULL), 0);
+}
+
+static void test_yields_among_waits(void **state)
+{
+        (void)state;
+        memset(&X, 0, sizeof(X));
+        run_on(1, mixed_main, NULL);
+        assert_int_equal(X.ended, MIXED_FIBERS);
+        assert_int_equal(X.sleeps_ok, MIXED_FIBERS * MIXED_STEPS / 3);
+        assert_int_equal(X.joins_ok, MIXED_FIBERS * MIXED_STEPS / 3);
+}
+
+/* ---- a fiber yielding alone ----------------------------------------------------------- */
+
+/*
+ * A fiber that yields with nothing queued runs on in place, yet the worker's
+ * other duties keep their turns while it does nothing but yield: its
+ * poller, a timer, a task from the injector (one worker, so the injected
+ * task can only be taken by the yielding fiber's worker), and a task
+ * another worker sent it. Each must show up within a second. The pollers
+ * keep their cadence too: once per PC_TASK_BUDGET tasks run, yields
+ * counted as tasks (half that, for slack).
+ */
+struct alone {
+        _Atomic unsigned polls, timer, injected, sent;
+        unsigned want_injected, want_sent;
+        /* what the yielding fiber saw happen while it yielded */
+        bool polled, timed, took_injected, got_sent;
+        unsigned cadence_polls; /* polls during ALONE_YIELDS more yields */
+        struct pc_timer t;
+        pthread_t th;
+        bool th_started;
+};
+
+static struct alone L;
+
+#define ALONE_YIELDS (64 * PC_TASK_BUDGET)
+
+static unsigned alone_poll(void *arg)
+{
+        (void)arg;
+        atomic_fetch_add(&L.polls, 1);
+        return 0;
+}
+
+static const struct pc_poller_ops alone_ops = {.name = "alone", .poll = alone_poll};
+
+/* A task, the timer's callback: @arg is the flag it raises. */
+static void mark(void *arg)
+{
+        atomic_store((_Atomic unsigned *)arg, 1);
+}
+
+static void alone_timer(struct pc_timer *t, void *arg)
+{
+        (void)t;
+        mark(arg);
+}
+
+static void alone_send(void *arg)
+{
+        assert_int_equal(pc_spawn_on(0, mark, arg), 0);
+}
+
+static void *alone_injector(void *arg)
+{
+        assert_int_equal(pc_runtime_inject(RT, mark, arg), 0);
+        return NULL;
+}
+
+static void *alone_yielder(void *arg)
+{
+        uint64_t deadline = pc_now_ns() + 1000000000u;
+        unsigned polls0 = atomic_load(&L.polls);
+
+        (void)arg;
+        do {
+                pc_fiber_yield();
+                L.polled = atomic_load(&L.polls) > polls0;
+                L.timed = atomic_load(&L.timer) != 0;
+                L.took_injected = atomic_load(&L.injected) >= L.want_injected;
+                L.got_sent = atomic_load(&L.sent) >= L.want_sent;
+        } while (!(L.polled && L.timed && L.took_injected && L.got_sent) &&
+                 pc_now_ns() < deadline);
+        polls0 = atomic_load(&L.polls);
+        for (unsigned i = 0; i < ALONE_YIELDS; i++)
+                pc_fiber_yield();
+        L.cadence_polls = atomic_load(&L.polls) - polls0;
+        pc_runtime_stop(RT);
+        return NULL;
+}
+
+static void alone_main(void *arg)
+{
+        struct pc_poller *p;
+
+        (void)arg;
+        assert_int_equal(pc_poller_register(&alone_ops, NULL, &p), 0);
+        pc_timer_init(&L.t, alone_timer, &L.timer);
+        assert_int_equal(pc_timer_start(&L.t, 1000000, 0), 0);
+        assert_int_equal(pc_fiber_spawn(alone_yielder, NULL, NULL), 0);
+        if (L.want_injected)
+                L.th_started = pthread_create(&L.th, NULL, alone_injector, &L.injected) == 0;
+        if (L.want_sent)
+                assert_int_equal(pc_spawn_on(1, alone_send, &L.sent), 0);
+}
+
+static void run_alone(unsigned workers)
+{
+        memset(&L, 0, sizeof(L));
+        L.want_injected = workers == 1;
+        L.want_sent = workers > 1;
+        run_on(workers, alone_main, NULL);
+        if (L.th_started)
+                pthread_join(L.th, NULL);
+        assert_true(L.th_started || !L.want_injected);
+        assert_true(L.polled);
+        assert_true(L.timed);
+        assert_true(L.took_injected);
+        assert_true(L.got_sent);
+        assert_in_range(L.cadence_polls, ALONE_YIELDS / PC_TASK_BUDGET / 2, ALONE_YIELDS);
+}
+
+static void test_yield_alone_lets_others_run(void **state)
+{
+        (void)state;
+        run_alone(1);
+        run_alone(2);
 }
 
 /* ---- many live fibers ---------------------------------------------------------------- */
@@ -677,6 +932,9 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_switch_and_join),
                 cmocka_unit_test(test_spawn_off_worker),
+                cmocka_unit_test(test_switch_keeps_state),
+                cmocka_unit_test(test_yield_alone_lets_others_run),
+                cmocka_unit_test(test_yields_among_waits),
                 cmocka_unit_test(test_many_live_fibers),
                 cmocka_unit_test(test_sleep_order),
                 cmocka_unit_test(test_stop_cancels_sleeps),

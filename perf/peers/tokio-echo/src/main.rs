@@ -19,7 +19,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 // Passed in by build_tokio.sh, read from the Cargo.lock it resolved.
-const TOKIO_VERSION: &str = match option_env!("TOKIO_ECHO_TOKIO_VERSION") {
+const TOKIO_VERSION: &str = match option_env!("PEER_TOKIO_VERSION") {
     Some(v) => v,
     None => "unknown",
 };
