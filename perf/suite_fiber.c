@@ -29,8 +29,12 @@
  *
  *   call_await  a fiber's pc_call_await() round trip to the other worker
  *               (call_rtt_ns), timed by the msg suite's call case on its
- *               runtime and callee; beside it "peer:pc_call", that case's
- *               own side, pc_call() with a callback: what the wait costs.
+ *               runtime and callee; beside it "base:pc_call", that case's
+ *               own side, pc_call() with a callback: what the wait costs;
+ *   echo-tcp64  pc-echo --fibers ("fibers": a fiber per connection reading
+ *               and writing) beside pc-echo's callbacks ("base:callbacks"),
+ *               requests/s, one worker, the client on the same CPUs
+ *               (echo_styles(), suite_echo.c).
  *
  * With one worker, elastic mode takes the thread-per-core path (nothing to
  * steal from), so the one-worker cases run it only when it is the one mode
@@ -297,7 +301,7 @@ static int call_await(const struct bench_opts *o)
                 bench_progress("fiber/call_await: skipped in deterministic mode (one worker)");
                 return 0;
         }
-        sides[n++] = (struct bench_side){"peer:pc_call", PC_MODE_TPC, msg_call_run, NULL};
+        sides[n++] = (struct bench_side){"base:pc_call", PC_MODE_TPC, msg_call_run, NULL};
         return bench_compare(o, "fiber", "call_await", "call_rtt_ns", "ns", true, sides, n);
 }
 
@@ -331,5 +335,7 @@ int suite_fiber(const struct bench_opts *o)
                 rc = bench_compare(o, "fiber", cases[c].name, cases[c].metric, "ns", true,
                                    sides, n);
         }
-        return rc ? rc : call_await(o);
+        if (rc == 0)
+                rc = call_await(o);
+        return rc ? rc : echo_styles(o, "fiber", "echo-tcp64");
 }
