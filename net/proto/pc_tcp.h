@@ -83,12 +83,13 @@ extern "C" {
 enum pc_tcp_err {
         PC_TCP_OK = 0,
         PC_TCP_SHORT,        /**< shorter than a TCP header */
-        PC_TCP_HLEN_BAD,     /**< data offset < 5 or beyond the segment */
+        PC_TCP_HLEN_BAD,     /**< data offset < 5 or beyond the segment (or a
+                                  segment over 64 KiB) */
         PC_TCP_CSUM,         /**< bad checksum */
         PC_TCP_OPTIONS,      /**< an option with a bad length */
         PC_TCP_PORT,         /**< source or destination port 0 */
         PC_TCP_ADDR,         /**< source address 0, broadcast or multicast */
-        PC_TCP_FLAGS,        /**< SYN with RST or FIN, or no flag at all */
+        PC_TCP_FLAGS,        /**< SYN with RST or FIN, or none of SYN, ACK, RST */
         PC_TCP_MALFORMED_END, /**< codes below are well-formed segments */
         PC_TCP_NO_CONN = PC_TCP_MALFORMED_END, /**< no connection, no listener
                                                     (a reset was sent) */
@@ -101,7 +102,6 @@ enum pc_tcp_err {
         PC_TCP_RST_CHALLENGE, /**< RST in the window but not at RCV.NXT */
         PC_TCP_SYN_CHALLENGE, /**< SYN on a synchronized connection */
         PC_TCP_RST_TIME_WAIT, /**< RST in TIME-WAIT (ignored, RFC 1337) */
-        PC_TCP_NO_ACK,       /**< ACK bit off on a synchronized connection */
         PC_TCP_ACK_INVALID,  /**< ACK of unsent data or too old (RFC 5961 5.2) */
         PC_TCP_OOO_FULL,     /**< out of order with the out-of-order store full */
         PC_TCP_CLOSED,       /**< data after our close (the connection is reset) */

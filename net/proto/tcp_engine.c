@@ -38,7 +38,6 @@ static const char *const err_names[PC_TCP_NR] = {
         [PC_TCP_RST_CHALLENGE] = "rst_challenge",
         [PC_TCP_SYN_CHALLENGE] = "syn_challenge",
         [PC_TCP_RST_TIME_WAIT] = "rst_time_wait",
-        [PC_TCP_NO_ACK] = "no_ack",
         [PC_TCP_ACK_INVALID] = "ack_invalid",
         [PC_TCP_OOO_FULL] = "ooo_full",
         [PC_TCP_CLOSED] = "closed",

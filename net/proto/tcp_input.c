@@ -549,9 +549,10 @@ enum pc_tcp_err pc__tcb_input(struct pc_tcb *c, struct pc_tcp_seg *s)
                 return PC_TCP_SYN_CHALLENGE;
         }
 
-        /* 5. ACK. */
+        /* 5. ACK. (Without one, a segment here would carry neither SYN nor
+         * RST, which pc_tcp_parse() already refused.) */
         if (!ack)
-                return PC_TCP_NO_ACK;
+                return PC_TCP_FLAGS;
         if (c->state == PC_TCP_SYN_RCVD_STATE) {
                 if (!seq_gt(s->ack, c->snd_una) || seq_gt(s->ack, c->snd_max)) {
                         pc__tcp_reply_rst(e, c->raddr, c->laddr, s);

@@ -138,13 +138,11 @@ static int wire_emit(void *ctx, const struct pc_tcp_frame *f)
                 return 0;
         }
         if (w->raw[to]) {
-                if (w->ncap < sizeof(w->cap) / sizeof(w->cap[0])) {
-                        w->cap[w->ncap].s = s;
-                        w->cap[w->ncap].s.data = NULL;
-                        w->cap[w->ncap].flags = s.flags;
-                        w->cap[w->ncap].len = s.len;
-                        w->ncap++;
-                }
+                struct wire_cap *k = &w->cap[w->ncap++ % WIRE_NCAP];
+                k->s = s;
+                k->s.data = NULL;
+                k->flags = s.flags;
+                k->len = s.len;
                 return 0;
         }
         enqueue(w, to, buf, n, w->now + w->delay + (act == WIRE_DELAY ? extra : 0));
@@ -266,7 +264,7 @@ enum pc_tcp_err wire_inject(struct wire *w, int from, uint16_t sport, uint16_t d
 
 const struct wire_cap *wire_last(const struct wire *w)
 {
-        return w->ncap ? &w->cap[w->ncap - 1] : NULL;
+        return w->ncap ? &w->cap[(w->ncap - 1) % WIRE_NCAP] : NULL;
 }
 
 uint64_t wire_drops(const struct wire *w, int i, enum pc_tcp_err why)

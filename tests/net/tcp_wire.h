@@ -28,6 +28,8 @@
 
 enum { WIRE_PASS, WIRE_DROP, WIRE_DUP, WIRE_DELAY };
 
+#define WIRE_NCAP 4096
+
 struct wire;
 
 /* Called for each segment @from emits (parsed into @s); returns WIRE_*.
@@ -60,8 +62,8 @@ struct wire {
         wire_filter_fn filter;
         void *filter_arg;
         uint64_t sent[2], data_segs[2], dropped, duped;
-        struct wire_cap cap[4096];
-        size_t ncap;
+        struct wire_cap cap[WIRE_NCAP]; /* the last ones, a ring */
+        size_t ncap;                    /* captured in all */
         int ctx[2];
         uint32_t isn[2]; /* if non-zero: the ISN engine i uses */
 };
