@@ -155,7 +155,6 @@ struct pc_tcpe {
         uint16_t next_port;
         uint64_t chal_start;
         unsigned chal_count;
-        bool in_flush;
         struct pc_tcpe_stats st;
 };
 

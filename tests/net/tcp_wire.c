@@ -378,6 +378,8 @@ static void app_data(struct pc_tcb *c, const void *data, size_t len, void *arg)
         rx_append(a, data, len);
         if (a->echo)
                 assert_int_equal(pc_tcb_send(c, data, len), 0);
+        if (a->pause_each_chunk)
+                assert_int_equal(pc_tcb_pause(c, true), 0);
 }
 
 static void app_close(struct pc_tcb *c, int err, void *arg)

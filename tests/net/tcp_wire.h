@@ -121,6 +121,7 @@ struct tapp {
         bool echo;                  /* send back what arrives */
         bool no_auto;               /* pc_tcb_linger() at accept */
         bool pause_at_accept;
+        bool pause_each_chunk;      /* pc_tcb_pause() after each on_data */
         int refused;                /* -ENOBUFS seen */
         uint64_t pattern_seed;
 };

@@ -5,7 +5,8 @@
  * reads what the engine answers. Resets for no connection (RFC 9293
  * 3.10.7.1), segments a listener must refuse, RFC 5961's blind-attack
  * defences (challenge ACKs for RST and SYN, ACK validity, the rate limit),
- * the SYN-RECEIVED cases, TIME-WAIT ignoring RST (RFC 1337), a SYN flood
+ * the SYN-RECEIVED cases, TIME-WAIT ignoring RST (RFC 1337), silly-window
+ * avoidance on both sides (RFC 9293 3.8.6.2), a SYN flood
  * met with cookies in bounded memory, the connection cap, a flood of tiny
  * out-of-order segments, and garbage.
  */
@@ -316,6 +317,98 @@ static void test_time_wait_ignores_rst(void **state)
         finish();
 }
 
+/* ---- Silly windows -------------------------------------------------------- */
+
+static void test_sender_sws(void **state)
+{
+        uint8_t data[20000];
+        uint32_t s, acked;
+        const struct wire_cap *k;
+        size_t n0;
+        struct tapp *a;
+
+        (void)state;
+        /* RFC 9293 3.8.6.2.1: a window smaller than a segment and than half
+         * the largest one offered is not filled with a tiny segment; the
+         * persist timer's override sends one when nothing else moves. */
+        setup(NULL);
+        s = raw_connect(SPORT, 1000);
+        a = last_app();
+        memset(data, 'q', sizeof(data));
+        assert_int_equal(pc_tcb_send(a->c, data, sizeof(data)), 0);
+        wire_flush(&w);
+        k = wire_last(&w);
+        acked = k->s.seq + (uint32_t)k->len; /* IW10 went out */
+        assert_int_equal(acked - (s + 1), 14600);
+        /* All acknowledged, but the window is now 100 bytes (25 << 2). */
+        n0 = w.ncap;
+        assert_int_equal(wire_inject(&w, 0, SPORT, 80, 1001, acked, PC_TCP_ACK, 25, NULL, 0,
+                                     NULL, 0),
+                         PC_TCP_OK);
+        assert_int_equal(w.ncap, n0);
+        /* The persist override, after 200 ms: 100 bytes. */
+        assert_true(wire_run(&w, NULL, NULL, w.now + 250 * MS));
+        assert_int_equal(w.ncap, n0 + 1);
+        k = wire_last(&w);
+        assert_int_equal(k->len, 100);
+        assert_int_equal(k->s.seq, acked);
+        /* A window of half the largest offer is worth a segment at once. */
+        assert_int_equal(wire_inject(&w, 0, SPORT, 80, 1001, acked + 100, PC_TCP_ACK,
+                                     0xffff / 2 + 1, NULL, 0, NULL, 0),
+                         PC_TCP_OK);
+        assert_true(w.ncap > n0 + 1);
+        assert_int_equal(wire_last(&w)->s.seq + wire_last(&w)->len, s + 1 + sizeof(data));
+        finish();
+}
+
+static void test_receiver_sws(void **state)
+{
+        struct pc_tcpe_config c;
+        uint8_t data[1024];
+        uint32_t s;
+        struct tapp *a;
+        size_t n0;
+
+        (void)state;
+        /* RFC 9293 3.8.6.2.2: the window we offer opens only by at least
+         * min(buffer / 2, MSS); reading 100 bytes at a time from a full
+         * buffer does not advertise 100-byte windows. */
+        memset(&c, 0, sizeof(c));
+        memset(c.secret, 7, 16);
+        c.rcv_cap = 4096;
+        c.rx_chunk = 100;
+        setup(&c);
+        srv.tmpl.pause_at_accept = true;
+        srv.tmpl.pause_each_chunk = true;
+        s = raw_connect(SPORT, 1000);
+        a = last_app();
+        memset(data, 'r', sizeof(data));
+        for (uint32_t off = 0; off < 4096; off += 1024)
+                assert_int_equal(inject(SPORT, 1001 + off, s + 1, PC_TCP_ACK, data, 1024),
+                                 PC_TCP_OK);
+        wire_flush(&w);
+        assert_int_equal(wire_last(&w)->s.wnd, 0);
+        assert_int_equal(wire_last(&w)->s.ack, 1001 + 4096);
+        n0 = w.ncap;
+        for (int r = 1; r <= 14; r++) {
+                assert_int_equal(pc_tcb_pause(a->c, false), 0);
+                wire_flush(&w);
+                assert_int_equal(a->rx_len, 100 * (size_t)r);
+                assert_int_equal(w.ncap, n0);
+        }
+        /* The 15th read frees 1500 >= one MSS: now the window opens. */
+        assert_int_equal(pc_tcb_pause(a->c, false), 0);
+        wire_flush(&w);
+        assert_int_equal(w.ncap, n0 + 1);
+        assert_int_equal(wire_last(&w)->s.wnd, 1500);
+        /* The peer may fill it: taken whole. */
+        assert_int_equal(inject(SPORT, 1001 + 4096, s + 1, PC_TCP_ACK, data, 1000), PC_TCP_OK);
+        assert_int_equal(inject(SPORT, 1001 + 5096, s + 1, PC_TCP_ACK, data, 500), PC_TCP_OK);
+        wire_flush(&w);
+        assert_int_equal(wire_last(&w)->s.ack, 1001 + 4096 + 1500);
+        finish();
+}
+
 /* ---- Floods --------------------------------------------------------------- */
 
 static void test_syn_flood_cookies(void **state)
@@ -537,6 +630,8 @@ int main(void)
                 cmocka_unit_test(test_ack_validity),
                 cmocka_unit_test(test_challenge_rate_limit),
                 cmocka_unit_test(test_time_wait_ignores_rst),
+                cmocka_unit_test(test_sender_sws),
+                cmocka_unit_test(test_receiver_sws),
                 cmocka_unit_test(test_syn_flood_cookies),
                 cmocka_unit_test(test_conn_limit),
                 cmocka_unit_test(test_ooo_flood_bounded),
