@@ -542,6 +542,36 @@ static void test_time_wait_reopen(void **state)
         finish_pair();
 }
 
+static void test_send_before_connected(void **state)
+{
+        struct tapp a;
+
+        (void)state;
+        /* RFC 9293 3.10.2: data queued in SYN-SENT goes once established;
+         * a close there cancels the open. */
+        setup_pair(NULL);
+        assert_int_equal(pc_tcb_send(cli.c, "early", 5), 0);
+        assert_int_equal(pc_tcb_shutdown(cli.c), 0);
+        assert_true(wire_run(&w, NULL, NULL, w.now + SEC));
+        assert_int_equal(srv.n, 1);
+        assert_int_equal(srv.apps[0].rx_len, 5);
+        assert_memory_equal(srv.apps[0].rx, "early", 5);
+        assert_int_equal(srv.apps[0].eof, 1);
+        assert_int_equal(cli.closed, 1);
+        assert_int_equal(cli.close_err, 0);
+
+        memset(&a, 0, sizeof(a));
+        assert_int_equal(pc_tcpe_connect(w.e[0], IP_A, 0, IP_B, 80, &tapp_cb, &a, w.now, &a.c),
+                         0);
+        assert_int_equal(pc_tcb_close(a.c), 0);
+        assert_int_equal(a.closed, 0);
+        wire_flush(&w);
+        assert_int_equal(a.closed, 1);
+        assert_int_equal(a.close_err, -ECANCELED);
+        assert_int_equal(srv.n, 1);
+        finish_pair();
+}
+
 static void test_abort(void **state)
 {
         (void)state;
@@ -573,6 +603,7 @@ int main(void)
                 cmocka_unit_test(test_simultaneous_open),
                 cmocka_unit_test(test_connect_refused),
                 cmocka_unit_test(test_time_wait_reopen),
+                cmocka_unit_test(test_send_before_connected),
                 cmocka_unit_test(test_abort),
         };
 
