@@ -471,8 +471,9 @@ enum pc_tcp_err pc__tcb_rcv_data(struct pc_tcb *c, uint32_t seq, const uint8_t *
 
         if (seq != c->rcv_nxt)
                 return ooo_store(c, seq, data, len);
+        /* The peer's segment size, as far as our MSS lets it be. */
         if (len > c->rcv_mss)
-                c->rcv_mss = (uint16_t)min_u32((uint32_t)len, 0xffff);
+                c->rcv_mss = (uint16_t)min_u32((uint32_t)len, c->e->cfg.mss);
         /* Straight from the segment while nothing is held before it. */
         while (off < len && c->rcv_read == c->rcv_nxt && can_deliver(c)) {
                 uint32_t n = min_u32((uint32_t)(len - off), rx_chunk);

@@ -503,10 +503,10 @@ enum pc_tcp_err pc__tcb_input(struct pc_tcb *c, struct pc_tcp_seg *s)
         }
         if (seq_lt(seq, c->rcv_nxt)) {
                 uint32_t cut = c->rcv_nxt - seq;
-                if (syn) {
-                        syn = false;
+                /* The SYN's place is cut, the flag stays: step 4 challenges
+                 * a SYN whatever its sequence number (RFC 5961 4.2). */
+                if (syn)
                         cut--;
-                }
                 if (cut >= dlen) {
                         if (cut > dlen)
                                 fin = false;

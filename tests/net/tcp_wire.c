@@ -135,7 +135,7 @@ static int wire_emit(void *ctx, const struct pc_tcp_frame *f)
                 act = w->filter(w, from, &s, &extra, w->filter_arg);
         if (act == WIRE_DROP) {
                 w->dropped++;
-                return 0;
+                return w->fail_drops ? -ENOBUFS : 0;
         }
         if (w->raw[to]) {
                 struct wire_cap *k = &w->cap[w->ncap++ % WIRE_NCAP];

@@ -61,6 +61,7 @@ struct wire {
         uint64_t order;
         wire_filter_fn filter;
         void *filter_arg;
+        bool fail_drops; /* a dropped segment is an emit failure (-ENOBUFS) */
         uint64_t sent[2], data_segs[2], dropped, duped;
         struct wire_cap cap[WIRE_NCAP]; /* the last ones, a ring */
         size_t ncap;                    /* captured in all */

@@ -317,6 +317,103 @@ static void test_time_wait_ignores_rst(void **state)
         finish();
 }
 
+/* ---- Trimming and SYN-SENT ------------------------------------------------ */
+
+static void test_trim_to_window(void **state)
+{
+        struct pc_tcpe_config c;
+        uint8_t data[6000];
+        uint32_t s;
+        struct tapp *a;
+
+        (void)state;
+        /* RFC 9293 3.10.7.4: a segment that starts before RCV.NXT is cut to
+         * its new part; one that runs past the window is cut at its edge,
+         * and its FIN, beyond, is not taken. */
+        memset(&c, 0, sizeof(c));
+        memset(c.secret, 7, 16);
+        c.rcv_cap = 4096;
+        setup(&c);
+        s = raw_connect(SPORT, 1000);
+        a = last_app();
+        for (size_t k = 0; k < sizeof(data); k++)
+                data[k] = tpattern(0, k);
+        assert_int_equal(inject(SPORT, 1001, s + 1, PC_TCP_ACK, data, 1000), PC_TCP_OK);
+        assert_int_equal(inject(SPORT, 1001 + 500, s + 1, PC_TCP_ACK, data + 500, 1000),
+                         PC_TCP_OK);
+        assert_true(tapp_rx_is_pattern(a, 0, 1500));
+        /* A SYN-bearing overlap is still a SYN: challenged. */
+        assert_int_equal(wire_inject(&w, 0, SPORT, 80, 1000 + 1400, s + 1,
+                                     PC_TCP_SYN | PC_TCP_ACK, 0xffff, NULL, 0, data + 1400, 200),
+                         PC_TCP_SYN_CHALLENGE);
+        /* 4500 bytes and a FIN where 4096 fit: 4096 taken, no EOF. */
+        assert_int_equal(inject(SPORT, 1001 + 1500, s + 1, PC_TCP_ACK | PC_TCP_FIN, data + 1500,
+                                4500),
+                         PC_TCP_OK);
+        assert_true(tapp_rx_is_pattern(a, 0, 1500 + 4096));
+        assert_int_equal(a->eof, 0);
+        assert_int_equal(wire_last(&w)->s.ack, 1001 + 1500 + 4096);
+        /* The rest again, with the FIN: now taken. */
+        assert_int_equal(inject(SPORT, 1001 + 1500 + 4096, s + 1, PC_TCP_ACK | PC_TCP_FIN,
+                                data + 5596, 404),
+                         PC_TCP_OK);
+        assert_true(tapp_rx_is_pattern(a, 0, 6000));
+        assert_int_equal(a->eof, 1);
+        finish();
+}
+
+static void test_syn_sent_cases(void **state)
+{
+        static const uint8_t tiny_mss[4] = {2, 4, 0, 10};
+        struct tapp a;
+        struct pc_tcb_info i;
+        const struct wire_cap *k;
+        uint32_t iss;
+
+        (void)state;
+        /* The engine connects to the raw host this time. */
+        setup(NULL);
+        memset(&a, 0, sizeof(a));
+        assert_int_equal(pc_tcpe_connect(w.e[1], IP_B, 6000, IP_A, 80, &tapp_cb, &a, w.now,
+                                         &a.c),
+                         0);
+        wire_flush(&w);
+        k = wire_last(&w);
+        assert_int_equal(k->flags, PC_TCP_SYN);
+        iss = k->s.seq;
+        /* RFC 9293 3.10.7.3: an ACK of anything but our SYN is reset... */
+        assert_int_equal(wire_inject(&w, 0, 80, 6000, 5000, iss + 9, PC_TCP_ACK, 0xffff, NULL, 0,
+                                     NULL, 0),
+                         PC_TCP_SYN_SENT);
+        assert_int_equal(wire_last(&w)->flags, PC_TCP_RST);
+        assert_int_equal(wire_last(&w)->s.seq, iss + 9);
+        /* ...a RST without an ACK ignored, and so is a bare good ACK. */
+        assert_int_equal(wire_inject(&w, 0, 80, 6000, 5000, 0, PC_TCP_RST, 0, NULL, 0, NULL, 0),
+                         PC_TCP_SYN_SENT);
+        assert_int_equal(wire_inject(&w, 0, 80, 6000, 5000, iss + 1, PC_TCP_ACK, 0xffff, NULL, 0,
+                                     NULL, 0),
+                         PC_TCP_SYN_SENT);
+        assert_int_equal(a.closed, 0);
+        /* The SYN-ACK, with an MSS too small to use: raised to 64. */
+        assert_int_equal(wire_inject(&w, 0, 80, 6000, 5000, iss + 1, PC_TCP_SYN | PC_TCP_ACK,
+                                     0xffff, tiny_mss, 4, NULL, 0),
+                         PC_TCP_OK);
+        assert_int_equal(a.accepted, 1);
+        pc_tcb_info(a.c, &i);
+        assert_int_equal(i.state, PC_TCP_ESTABLISHED);
+        assert_int_equal(i.mss, 64);
+        assert_int_equal(i.snd_wscale, 0);
+        assert_int_equal(i.rcv_wscale, 0);
+        assert_int_equal(wire_last(&w)->s.ack, 5001);
+        assert_int_equal(pc_tcb_send(a.c, "0123456789012345678901234567890123456789"
+                                          "0123456789012345678901234567890123456789", 80), 0);
+        wire_flush(&w);
+        assert_int_equal(wire_last(&w)->len, 16);
+        assert_int_equal(w.cap[(w.ncap - 2) % WIRE_NCAP].len, 64);
+        tapp_free(&a);
+        finish();
+}
+
 /* ---- Silly windows -------------------------------------------------------- */
 
 static void test_sender_sws(void **state)
@@ -630,6 +727,8 @@ int main(void)
                 cmocka_unit_test(test_ack_validity),
                 cmocka_unit_test(test_challenge_rate_limit),
                 cmocka_unit_test(test_time_wait_ignores_rst),
+                cmocka_unit_test(test_trim_to_window),
+                cmocka_unit_test(test_syn_sent_cases),
                 cmocka_unit_test(test_sender_sws),
                 cmocka_unit_test(test_receiver_sws),
                 cmocka_unit_test(test_syn_flood_cookies),

@@ -378,6 +378,46 @@ static void test_zero_window_persist(void **state)
         finish();
 }
 
+static void test_persist_timeout(void **state)
+{
+        struct pc_tcpe_config c = base_cfg();
+
+        (void)state;
+        /* The window shuts and then the peer vanishes: probes that nothing
+         * answers count, and max_retries of them fail the connection. */
+        c.rcv_cap = 16 * 1024;
+        c.max_retries = 4;
+        setup(&c, NULL);
+        srv.tmpl.pause_at_accept = true;
+        open_pair();
+        cli.tx_total = 100000;
+        tapp_pump(&cli);
+        assert_true(wire_run(&w, NULL, NULL, w.now + 2 * SEC));
+        net.blackhole[1] = true;
+        assert_true(wire_run(&w, cli_closed, NULL, w.now + 3600 * SEC));
+        assert_int_equal(cli.close_err, -ETIMEDOUT);
+        finish();
+}
+
+static void test_emit_failure(void **state)
+{
+        struct pc_tcpe_stats st;
+
+        (void)state;
+        /* The caller may fail to send a segment (no mbuf, no ARP entry yet):
+         * counted, and repaired like a loss. */
+        setup(NULL, NULL);
+        open_pair();
+        net.drop_nth[0] = 3;
+        net.ndrop = 1;
+        w.fail_drops = true;
+        send_and_check(20000, 5 * SEC);
+        wire_stats(&w, 0, &st);
+        assert_int_equal(st.tx_errors, 1);
+        assert_true(st.retransmits >= 1);
+        finish();
+}
+
 static void test_lost_window_update(void **state)
 {
         struct pc_tcpe_config c = base_cfg();
@@ -621,6 +661,8 @@ int main(void)
                 cmocka_unit_test(test_random_loss_both_ways),
                 cmocka_unit_test(test_reorder_and_duplicate),
                 cmocka_unit_test(test_zero_window_persist),
+                cmocka_unit_test(test_persist_timeout),
+                cmocka_unit_test(test_emit_failure),
                 cmocka_unit_test(test_lost_window_update),
                 cmocka_unit_test(test_slow_reader_backpressure),
                 cmocka_unit_test(test_delayed_ack),
