@@ -30,6 +30,7 @@ extern "C" {
 #define PC_ICMP_HLEN 8
 #define PC_UDP_HLEN 8
 #define PC_IPPROTO_ICMP 1
+#define PC_IPPROTO_TCP 6
 #define PC_IPPROTO_UDP 17
 #define PC_ARP_REQUEST 1
 #define PC_ARP_REPLY 2
@@ -128,6 +129,20 @@ uint32_t pc_csum_add(uint32_t sum, const void *buf, size_t len);
 
 /** Fold and invert @sum into a checksum field value (network order bytes). */
 uint16_t pc_csum_fold(uint32_t sum);
+
+/**
+ * The one's-complement sum (folded, not inverted) of the IPv4 pseudo-header
+ * that TCP and UDP checksums cover: @src, @dst, @proto and the L4 length
+ * @len. Add the L4 bytes to it with pc_csum_add(), then pc_csum_fold().
+ */
+uint32_t pc_ipv4_pseudo(uint32_t src, uint32_t dst, uint8_t proto, size_t len);
+
+/**
+ * Write a 20-byte IPv4 header (no options, don't-fragment, TTL 64, id 0)
+ * with its checksum at @ip for a datagram of @total bytes (header
+ * included, at most 65535) of protocol @proto from @src to @dst.
+ */
+void pc_ipv4_build(uint8_t *ip, size_t total, uint8_t proto, uint32_t src, uint32_t dst);
 
 /**
  * Write an ARP packet (Ethernet + ARP, 42 bytes) into @buf of @cap bytes.

@@ -157,7 +157,7 @@ enum pc_pkt_err pc_icmp_parse(const uint8_t *buf, size_t len, struct pc_pkt *p)
         return PC_PKT_OK;
 }
 
-static uint32_t pseudo_sum(uint32_t src, uint32_t dst, uint8_t proto, size_t len)
+uint32_t pc_ipv4_pseudo(uint32_t src, uint32_t dst, uint8_t proto, size_t len)
 {
         uint8_t ph[12];
 
@@ -179,7 +179,7 @@ enum pc_pkt_err pc_udp_parse(const uint8_t *buf, size_t len, struct pc_pkt *p)
         if (ulen < PC_UDP_HLEN || ulen > len)
                 return PC_PKT_UDP_LEN;
         if (rd16(buf + 6) != 0) {
-                uint32_t s = pseudo_sum(p->ip_src, p->ip_dst, PC_IPPROTO_UDP, ulen);
+                uint32_t s = pc_ipv4_pseudo(p->ip_src, p->ip_dst, PC_IPPROTO_UDP, ulen);
                 if (pc_csum_fold(pc_csum_add(s, buf, ulen)) != 0)
                         return PC_PKT_UDP_CSUM;
         }
@@ -224,7 +224,7 @@ enum pc_pkt_err pc_pkt_parse(const uint8_t *buf, size_t len, struct pc_pkt *p)
         }
 }
 
-static void ipv4_header(uint8_t *ip, size_t total, uint8_t proto, uint32_t src, uint32_t dst)
+void pc_ipv4_build(uint8_t *ip, size_t total, uint8_t proto, uint32_t src, uint32_t dst)
 {
         ip[0] = 0x45;
         ip[1] = 0;
@@ -275,14 +275,15 @@ size_t pc_udp_build(uint8_t *buf, size_t cap, const uint8_t *eth_src, const uint
         memcpy(buf, eth_dst, 6);
         memcpy(buf + 6, eth_src, 6);
         wr16(buf + 12, PC_ETH_P_IPV4);
-        ipv4_header(ip, total, PC_IPPROTO_UDP, saddr, daddr);
+        pc_ipv4_build(ip, total, PC_IPPROTO_UDP, saddr, daddr);
         wr16(u, sport);
         wr16(u + 2, dport);
         wr16(u + 4, (uint16_t)ulen);
         wr16(u + 6, 0);
         if (len)
                 memcpy(u + PC_UDP_HLEN, payload, len);
-        c = pc_csum_fold(pc_csum_add(pseudo_sum(saddr, daddr, PC_IPPROTO_UDP, ulen), u, ulen));
+        c = pc_csum_fold(
+                pc_csum_add(pc_ipv4_pseudo(saddr, daddr, PC_IPPROTO_UDP, ulen), u, ulen));
         /* A computed 0 is sent as 0xffff: 0 means "no checksum". */
         wr16(u + 6, c ? c : 0xffff);
         return PC_ETH_HLEN + total;
@@ -300,7 +301,7 @@ size_t pc_icmp_echo_reply(uint8_t *frame, const struct pc_pkt *p)
          * request's (RFC 1122 3.2.2.6 lets us drop them). */
         memmove(ip + PC_IPV4_HLEN, icmp, p->l4_len);
         icmp = ip + PC_IPV4_HLEN;
-        ipv4_header(ip, PC_IPV4_HLEN + p->l4_len, PC_IPPROTO_ICMP, p->ip_dst, p->ip_src);
+        pc_ipv4_build(ip, PC_IPV4_HLEN + p->l4_len, PC_IPPROTO_ICMP, p->ip_dst, p->ip_src);
         icmp[0] = PC_ICMP_ECHO_REPLY;
         wr16(icmp + 2, 0);
         wr16(icmp + 2, pc_csum_fold(pc_csum_add(0, icmp, p->l4_len)));

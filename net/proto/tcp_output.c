@@ -1,0 +1,355 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Segments out: the header and checksum of every segment, the SYN, data
+ * and FIN a connection may send now, bare ACKs, window updates and
+ * probes, and the resets sent for no connection.
+ *
+ * What may be sent (RFC 9293 3.8.6.2.1, RFC 5681): at most
+ * min(SND.WND, cwnd) beyond SND.UNA, in segments of at most the MSS; a
+ * segment shorter than the MSS goes out only when it carries everything
+ * queued (and, with Nagle on, nothing is unacknowledged), or fills half of
+ * the largest window the peer offered, or the persist timer forces it. The
+ * FIN rides on the last data segment, or alone once everything is sent.
+ * Every segment carries an ACK (the SYN of an active open excepted), and
+ * so answers any ACK owed.
+ */
+#include <string.h>
+
+#include "tcp_pvt.h"
+
+static inline void wr16(uint8_t *b, uint16_t v)
+{
+        b[0] = (uint8_t)(v >> 8);
+        b[1] = (uint8_t)v;
+}
+
+static inline void wr32(uint8_t *b, uint32_t v)
+{
+        b[0] = (uint8_t)(v >> 24);
+        b[1] = (uint8_t)(v >> 16);
+        b[2] = (uint8_t)(v >> 8);
+        b[3] = (uint8_t)v;
+}
+
+/* The sum of two consecutive pieces: a piece that starts at an odd offset
+ * contributes its own sum byte-swapped (RFC 1071 2(B)). */
+static uint32_t csum_pieces(uint32_t sum, const uint8_t *d0, size_t l0, const uint8_t *d1,
+                            size_t l1)
+{
+        uint32_t s1;
+
+        if (l0)
+                sum = pc_csum_add(sum, d0, l0);
+        if (l1 == 0)
+                return sum;
+        s1 = pc_csum_add(0, d1, l1);
+        if (l0 & 1)
+                s1 = (s1 & 0xff) << 8 | s1 >> 8;
+        sum += s1;
+        return (sum & 0xffff) + (sum >> 16);
+}
+
+void pc__tcp_emit(struct pc_tcpe *e, struct pc_tcb *c, uint32_t saddr, uint32_t daddr,
+                  uint16_t sport, uint16_t dport, uint32_t seq, uint32_t ack, uint8_t flags,
+                  uint16_t wnd, const uint8_t *opts, size_t optlen, const uint8_t *d0,
+                  size_t l0, const uint8_t *d1, size_t l1)
+{
+        uint8_t h[TCP_HDR_MAX];
+        uint8_t *t = h + PC_IPV4_HLEN;
+        size_t thl = PC_TCP_HLEN + optlen, tlen = thl + l0 + l1;
+        struct pc_tcp_frame f;
+        uint32_t sum;
+
+        pc_ipv4_build(h, PC_IPV4_HLEN + tlen, PC_IPPROTO_TCP, saddr, daddr);
+        wr16(t, sport);
+        wr16(t + 2, dport);
+        wr32(t + 4, seq);
+        wr32(t + 8, (flags & PC_TCP_ACK) ? ack : 0);
+        t[12] = (uint8_t)(thl / 4 << 4);
+        t[13] = flags;
+        wr16(t + 14, wnd);
+        wr16(t + 16, 0);
+        wr16(t + 18, 0);
+        if (optlen)
+                memcpy(t + PC_TCP_HLEN, opts, optlen);
+        sum = pc_csum_add(pc_ipv4_pseudo(saddr, daddr, PC_IPPROTO_TCP, tlen), t, thl);
+        wr16(t + 16, pc_csum_fold(csum_pieces(sum, d0, l0, d1, l1)));
+
+        f.saddr = saddr;
+        f.daddr = daddr;
+        f.hdr = h;
+        f.hdr_len = PC_IPV4_HLEN + thl;
+        f.data[0] = d0;
+        f.data_len[0] = l0;
+        f.data[1] = d1;
+        f.data_len[1] = l1;
+        f.len = PC_IPV4_HLEN + tlen;
+        f.conn = c;
+        e->st.segs_out++;
+        e->st.bytes_out += l0 + l1;
+        if (flags & PC_TCP_RST)
+                e->st.resets_out++;
+        if (e->ops.emit(e->ctx, &f) != 0)
+                e->st.tx_errors++;
+}
+
+bool pc__tcp_challenge_ok(struct pc_tcpe *e)
+{
+        if (e->now - e->chal_start >= 1000000000ull) {
+                e->chal_start = e->now;
+                e->chal_count = 0;
+        }
+        if (e->chal_count >= e->cfg.challenge_acks) {
+                e->st.challenge_limited++;
+                return false;
+        }
+        e->chal_count++;
+        e->st.challenge_acks++;
+        return true;
+}
+
+uint32_t pc__tcb_rcv_wnd(const struct pc_tcb *c)
+{
+        uint32_t edge = c->rcv_read + c->rcv_space, wnd;
+        uint32_t step = min_u32(c->rcv_space / 2, c->mss);
+
+        if (seq_ge(c->rcv_nxt, edge))
+                return 0;
+        wnd = edge - c->rcv_nxt;
+        /* RFC 9293 3.8.6.2.2: move the right edge only by a real amount
+         * (half the buffer or an MSS), so the peer never sees a sliver. */
+        if (seq_gt(edge, c->rcv_adv) && edge - c->rcv_adv < step && seq_ge(c->rcv_adv, c->rcv_nxt))
+                wnd = c->rcv_adv - c->rcv_nxt;
+        if (wnd > (uint32_t)0xffff << c->rcv_ws)
+                wnd = (uint32_t)0xffff << c->rcv_ws;
+        return wnd & ~(((uint32_t)1 << c->rcv_ws) - 1);
+}
+
+static void ack_sent(struct pc_tcb *c, uint32_t wnd)
+{
+        uint32_t edge = c->rcv_nxt + wnd;
+
+        c->flags &= ~(TF_ACK_NOW | TF_DELACK);
+        c->rcv_unacked = 0;
+        if (c->t_delack != TCP_NEVER) {
+                c->t_delack = TCP_NEVER;
+                pc__tcb_timers(c);
+        }
+        if (seq_gt(edge, c->rcv_adv))
+                c->rcv_adv = edge;
+}
+
+static void emit_tcb(struct pc_tcb *c, uint32_t seq, uint8_t flags, uint32_t wnd,
+                     const uint8_t *opts, size_t optlen, uint32_t dseq, uint32_t len)
+{
+        const uint8_t *d0 = NULL, *d1 = NULL;
+        size_t l0 = 0, l1 = 0;
+
+        if (len) {
+                uint32_t mask = c->sbuf_size - 1, off = dseq & mask;
+                l0 = min_u32(len, c->sbuf_size - off);
+                d0 = c->sbuf + off;
+                l1 = len - l0;
+                d1 = l1 ? c->sbuf : NULL;
+        }
+        pc__tcp_emit(c->e, c, c->laddr, c->raddr, c->lport, c->rport, seq, c->rcv_nxt, flags,
+                     (uint16_t)((flags & PC_TCP_SYN) ? wnd : wnd >> c->rcv_ws), opts, optlen,
+                     d0, l0, d1, l1);
+}
+
+void pc__tcb_send_ack(struct pc_tcb *c)
+{
+        uint32_t wnd = pc__tcb_rcv_wnd(c);
+
+        emit_tcb(c, c->snd_nxt, PC_TCP_ACK, wnd, NULL, 0, 0, 0);
+        ack_sent(c, wnd);
+}
+
+void pc__tcb_send_rst(struct pc_tcb *c)
+{
+        emit_tcb(c, c->snd_nxt, PC_TCP_RST | PC_TCP_ACK, 0, NULL, 0, 0, 0);
+}
+
+void pc__tcp_reply_rst(struct pc_tcpe *e, uint32_t saddr, uint32_t daddr,
+                       const struct pc_tcp_seg *s)
+{
+        uint32_t ack;
+
+        if (s->flags & PC_TCP_RST)
+                return;
+        /* RFC 9293 3.10.7.1: take the ACK's number as ours, or acknowledge
+         * everything the segment occupied. */
+        if (s->flags & PC_TCP_ACK) {
+                pc__tcp_emit(e, NULL, daddr, saddr, s->dport, s->sport, s->ack, 0, PC_TCP_RST, 0,
+                             NULL, 0, NULL, 0, NULL, 0);
+                return;
+        }
+        ack = s->seq + (uint32_t)s->len + ((s->flags & PC_TCP_SYN) ? 1 : 0) +
+              ((s->flags & PC_TCP_FIN) ? 1 : 0);
+        pc__tcp_emit(e, NULL, daddr, saddr, s->dport, s->sport, 0, ack, PC_TCP_RST | PC_TCP_ACK,
+                     0, NULL, 0, NULL, 0, NULL, 0);
+}
+
+static void send_syn(struct pc_tcb *c)
+{
+        const struct pc_tcpe_config *cfg = &c->e->cfg;
+        bool passive = c->state == PC_TCP_SYN_RCVD_STATE;
+        uint8_t opts[8];
+        size_t n;
+        /* The active side offers scaling unless configured off; the passive
+         * side answers only an offer (RFC 7323 1.3). */
+        int ws = (passive ? (c->flags & TF_WSCALE) != 0 : !cfg->no_wscale) ? c->rcv_ws : -1;
+        uint32_t wnd = min_u32(c->rcv_space, 0xffff);
+
+        n = pc__tcp_syn_opts(opts, cfg->mss, ws);
+        emit_tcb(c, c->iss, PC_TCP_SYN | (passive ? PC_TCP_ACK : 0), wnd, opts, n, 0, 0);
+        if (passive)
+                ack_sent(c, wnd);
+        if (c->flags & TF_SYN_REXMT) {
+                c->e->st.retransmits++;
+        } else if (!(c->flags & TF_RTT)) {
+                c->flags |= TF_RTT;
+                c->rtt_seq = c->iss + 1;
+                c->rtt_ts = c->e->now;
+        }
+        c->snd_nxt = c->iss + 1;
+        c->snd_max = seq_max(c->snd_max, c->snd_nxt);
+        if (c->t_rexmt == TCP_NEVER)
+                pc__tcb_rexmt_start(c);
+}
+
+/* Send @len bytes from @seq, and the FIN after them if @fin. */
+static void send_segment(struct pc_tcb *c, uint32_t seq, uint32_t len, bool fin, bool probe)
+{
+        uint32_t wnd = pc__tcb_rcv_wnd(c), end = seq + len + (fin ? 1 : 0);
+        uint8_t flags = PC_TCP_ACK;
+
+        if (fin)
+                flags |= PC_TCP_FIN;
+        if (len && seq + len == c->snd_end)
+                flags |= PC_TCP_PSH;
+        emit_tcb(c, seq, flags, wnd, NULL, 0, seq, len);
+        ack_sent(c, wnd);
+        if (seq_lt(seq, c->snd_max)) {
+                /* Karn: a retransmission makes the timed sample ambiguous. */
+                c->e->st.retransmits++;
+                c->flags &= ~TF_RTT;
+        } else if (!(c->flags & TF_RTT)) {
+                c->flags |= TF_RTT;
+                c->rtt_seq = end;
+                c->rtt_ts = c->e->now;
+        }
+        if (seq_gt(end, c->snd_nxt))
+                c->snd_nxt = end;
+        c->snd_max = seq_max(c->snd_max, end);
+        if (c->t_rexmt == TCP_NEVER || ((c->flags & TF_PERSIST) && !probe))
+                pc__tcb_rexmt_start(c);
+}
+
+/* Whether a segment of @len bytes (less than a full one) may leave now. */
+static bool sws_ok(const struct pc_tcb *c, uint32_t len, uint32_t avail)
+{
+        if (len >= c->mss)
+                return true;
+        if (len == avail)
+                return (c->flags & (TF_NODELAY | TF_FIN_QUEUED)) || c->snd_nxt == c->snd_una;
+        return c->max_sndwnd && len >= c->max_sndwnd / 2;
+}
+
+/* The persist timer fired: force one segment into (or one byte past) the
+ * window the peer offers. */
+static void send_probe(struct pc_tcb *c)
+{
+        uint32_t off = c->snd_nxt - c->snd_una;
+        uint32_t usable = c->snd_wnd > off ? c->snd_wnd - off : 0;
+        uint32_t avail = seq_lt(c->snd_nxt, c->snd_end) ? c->snd_end - c->snd_nxt : 0;
+        uint32_t len;
+
+        if (usable == 0 || avail == 0) {
+                /* A zero window: one byte from SND.UNA, again and again. */
+                if (!seq_lt(c->snd_una, c->snd_end))
+                        return;
+                send_segment(c, c->snd_una, 1,
+                             (c->flags & TF_FIN_QUEUED) && c->snd_una + 1 == c->snd_end, true);
+                return;
+        }
+        len = min_u32(min_u32(usable, avail), c->mss);
+        send_segment(c, c->snd_nxt, len,
+                     (c->flags & TF_FIN_QUEUED) && c->snd_nxt + len == c->snd_end, true);
+}
+
+/* Held data was read: does the peer need to hear of the room? */
+static bool want_window_update(const struct pc_tcb *c)
+{
+        uint32_t cur = seq_gt(c->rcv_adv, c->rcv_nxt) ? c->rcv_adv - c->rcv_nxt : 0;
+        uint32_t wnd = pc__tcb_rcv_wnd(c);
+
+        /* The window the peer sees has shrunk to half or less and would
+         * at least double: tell it, or it may sit in persist. */
+        return cur <= c->rcv_space / 2 && wnd >= 2 * cur && wnd - cur >= c->rcv_mss;
+}
+
+void pc__tcb_output(struct pc_tcb *c)
+{
+        bool sent = false;
+        uint32_t avail = 0;
+
+        switch (c->state) {
+        case PC_TCP_SYN_SENT_STATE:
+        case PC_TCP_SYN_RCVD_STATE:
+                if (c->snd_nxt == c->iss)
+                        send_syn(c);
+                return;
+        case PC_TCP_TIME_WAIT:
+                if (c->flags & TF_ACK_NOW)
+                        pc__tcb_send_ack(c);
+                return;
+        case PC_TCP_CLOSED_STATE:
+        case PC_TCP_LISTEN_STATE:
+                return;
+        default:
+                break;
+        }
+        if (c->flags & TF_REXMT_ONE) {
+                /* Fast retransmit, or NewReno's partial ACK: the first
+                 * unacknowledged segment, whatever the windows say. */
+                uint32_t n = seq_lt(c->snd_una, c->snd_end) ? c->snd_end - c->snd_una : 0;
+                n = min_u32(n, c->mss);
+                c->flags &= ~TF_REXMT_ONE;
+                if (n || ((c->flags & TF_FIN_QUEUED) && c->snd_una == c->snd_end)) {
+                        send_segment(c, c->snd_una, n,
+                                     (c->flags & TF_FIN_QUEUED) && c->snd_una + n == c->snd_end,
+                                     false);
+                        sent = true;
+                }
+        }
+        if (c->flags & TF_PROBE) {
+                c->flags &= ~TF_PROBE;
+                send_probe(c);
+                sent = true;
+        }
+        for (;;) {
+                uint32_t win = min_u32(c->snd_wnd, c->cwnd), off = c->snd_nxt - c->snd_una;
+                uint32_t usable = win > off ? win - off : 0, len;
+                bool fin;
+
+                avail = seq_lt(c->snd_nxt, c->snd_end) ? c->snd_end - c->snd_nxt : 0;
+                len = min_u32(min_u32(avail, usable), c->mss);
+                if (len && !sws_ok(c, len, avail))
+                        len = 0;
+                fin = (c->flags & TF_FIN_QUEUED) && c->snd_nxt + len == c->snd_end;
+                if (len == 0 && !fin)
+                        break;
+                send_segment(c, c->snd_nxt, len, fin, false);
+                sent = true;
+        }
+        if (!sent && ((c->flags & TF_ACK_NOW) ||
+                      ((c->flags & TF_WND_CHECK) && want_window_update(c))))
+                pc__tcb_send_ack(c);
+        c->flags &= ~TF_WND_CHECK;
+        /* Data waits, none is in flight, and the window (or silly-window
+         * avoidance) holds it back: only a probe can learn that the window
+         * opened if the update that says so is lost. */
+        if (c->snd_nxt == c->snd_una && avail && !(c->flags & TF_PERSIST))
+                pc__tcb_persist_start(c);
+}
