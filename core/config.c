@@ -29,6 +29,7 @@ void pc_config_init(struct pc_config *cfg)
         cfg->idle = PC_IDLE_ADAPTIVE;
         cfg->idle_spin_us = 50;
         cfg->fiber_stack_kb = 64;
+        cfg->stall_ms = 100;
         cfg->monitor_ms = 0;
         cfg->seed = 1;
         cfg->sysfs_root = "/sys";
@@ -133,6 +134,7 @@ static int parse_uint(const char *var, const char *val, unsigned lo, unsigned hi
 #define FIBER_KB_MIN 16
 #define FIBER_KB_MAX 65536
 #define MONITOR_MS_MAX 3600000
+#define STALL_MS_MAX 3600000
 
 int pc_config_from_env(struct pc_config *cfg, char *err, size_t errlen)
 {
@@ -174,6 +176,7 @@ int pc_config_from_env(struct pc_config *cfg, char *err, size_t errlen)
         UINT_VAR("PERCORE_IDLE_SPIN_US", 0, SPIN_US_MAX, idle_spin_us);
         UINT_VAR("PERCORE_FIBER_STACK_KB", FIBER_KB_MIN, FIBER_KB_MAX, fiber_stack_kb);
         UINT_VAR("PERCORE_MONITOR_MS", 0, MONITOR_MS_MAX, monitor_ms);
+        UINT_VAR("PERCORE_STALL_MS", 0, STALL_MS_MAX, stall_ms);
         if ((v = getenv("PERCORE_SEED")) != NULL) {
                 rc = parse_u64("PERCORE_SEED", v, 0, UINT64_MAX, &u, err, errlen);
                 if (rc)
@@ -244,6 +247,11 @@ int pc_config_validate(const struct pc_config *cfg, char *err, size_t errlen)
                        cfg->fiber_stack_kb, FIBER_KB_MIN, FIBER_KB_MAX);
                 return -EINVAL;
         }
+        if (cfg->stall_ms > STALL_MS_MAX) {
+                seterr(err, errlen, "stall_ms=%u is not valid: 0 to %d", cfg->stall_ms,
+                       STALL_MS_MAX);
+                return -EINVAL;
+        }
         if (cfg->idle_spin_us > SPIN_US_MAX || cfg->monitor_ms > MONITOR_MS_MAX) {
                 seterr(err, errlen, "idle_spin_us or monitor_ms out of range");
                 return -EINVAL;
@@ -280,12 +288,13 @@ int pc_config_format(const struct pc_config *cfg, char *buf, size_t len)
                         "mode=%s workers=%s cpus=%s placement=%s pin=%d steal_batch=%u "
                         "steal_tiers=%s remote_steal_min=%u idle=%s idle_spin_us=%u "
                         "monitor_ms=%u seed=%" PRIu64 " sysfs_root=%s topology=%s eal_args=%s "
-                        "log=%s stats=%d runq_size=%u fiber_stack_kb=%u",
+                        "log=%s stats=%d runq_size=%u fiber_stack_kb=%u stall_ms=%u",
                         pc_mode_name(cfg->mode), w, cfg->cpus ? cfg->cpus : "affinity",
                         place_names[cfg->placement], cfg->pin, cfg->steal_batch,
                         tier_names[cfg->steal_tiers], cfg->remote_steal_min,
                         idle_names[cfg->idle], cfg->idle_spin_us, cfg->monitor_ms, cfg->seed,
                         cfg->sysfs_root, topo_names[cfg->topology],
                         cfg->eal_args ? cfg->eal_args : "none", log_names[cfg->log_level],
-                        cfg->stats, cfg->runq_size, cfg->fiber_stack_kb);
+                        cfg->stats, cfg->runq_size, cfg->fiber_stack_kb,
+                        cfg->stall_ms);
 }

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "percore.h"
 #include "pc_topo.h"
@@ -34,6 +35,9 @@
 #define PC_OWNER_BATCH 8        /* stealable tasks the owner claims per CAS */
 #define PC_SPILL_MAX 2048       /* most tasks a full stealable ring spills at once */
 #define PC_MONITOR_THRESHOLD 4  /* load monitor: busiest > 4 x max(lightest, 1), >= 4 */
+#define PC_STALL_SIGNAL (SIGRTMIN + 3) /* the stall timer's signal (worker threads) */
+#define PC_STALL_TICKS 4        /* stall timer ticks per PERCORE_STALL_MS of CPU time */
+#define PC_STALL_REPORTS 5      /* stall reports printed per minute, all workers */
 
 /* Task owners that are not workers. */
 #define PC_OWNER_HEAP 0xfffeu /* malloc'd by pc_runtime_inject(): free() it */
@@ -82,6 +86,7 @@ struct pc_pub_stats {
         _Atomic uint64_t steal_attempts;
         _Atomic uint64_t steal_failures;
         _Atomic uint64_t searches;
+        _Atomic uint64_t stalls; /* stored by the stall detector as it counts one */
         _Atomic uint64_t steals_from[PC_MAX_WORKERS]; /* by victim */
 };
 
@@ -121,6 +126,16 @@ struct pc__fiber_worker {
         void *asan_fake;        /* AddressSanitizer's fake stack of the runner */
         const void *sched_bottom;
         size_t sched_size;
+};
+
+/* stall.c: a worker's stall detector. Its own thread only: the worker
+ * loop as it starts and ends, and the timer's signal handler between. */
+struct pc__stall {
+        timer_t timer;
+        bool on;
+        uint64_t gen;      /* the loop's progress at the last tick */
+        uint64_t since_ns; /* thread CPU time when @gen was first seen */
+        uint64_t next_ns;  /* how long a stall must be for its next report */
 };
 
 struct pc_worker {
@@ -164,6 +179,12 @@ struct pc_worker {
         struct pc_local_stats ls;
         struct pc__shard_worker *shard; /* shard/ state; set before run, NULL without */
         struct pc__fiber_worker fib;    /* fiber.c: the running fiber, stack cache */
+        /* What runs now, for the stall and crash reports (which read them
+         * on this thread, from a signal handler): the task, timer or poll
+         * function, and the poller; NULL between them. */
+        const void *cur_fn;
+        const struct pc_poller *cur_poller;
+        struct pc__stall stall;
         /* quiescence counters, owner-written, read by the coordinator */
         _Atomic uint64_t sent PC_ALIGNED; /* tasks pushed to other workers */
         _Atomic uint64_t recv;            /* tasks taken from the inbox */
@@ -318,6 +339,11 @@ struct pc_runtime {
         pthread_cond_t mon_cond;
         bool mon_stop, mon_running;
         _Atomic uint64_t mon_samples, mon_retargets;
+
+        /* stall.c: the reports of the current minute, every worker's. */
+        _Atomic uint64_t stall_window PC_ALIGNED; /* CLOCK_MONOTONIC ns it began */
+        _Atomic unsigned stall_reports;
+        _Atomic uint64_t stall_unreported; /* since the last report printed */
 };
 
 /* The calling thread's worker, NULL off-worker. Initial-exec: libpercore
@@ -393,6 +419,11 @@ void pc__fiber_runtime_fini(struct pc_runtime *rt);
  * pc__fiber_wake() (on any worker), and returns the rc that was given. */
 int pc__fiber_wait(void);
 void pc__fiber_wake(struct pc_fiber *f, int rc);
+/* The function fiber @f runs (for the reports). */
+const void *pc__fiber_fn(const struct pc_fiber *f);
+/* Give the calling thread an alternate signal stack if it has none, so
+ * that a handler runs even when the fault is a stack overflow. */
+void pc__alt_stack_ensure(void);
 
 /* steal.c */
 struct pc_task *pc__steal(struct pc_worker *w);
@@ -411,6 +442,30 @@ void pc__backlog_wake(struct pc_worker *w);
 /* timer.c */
 unsigned pc__timers_expire(struct pc_worker *w, uint64_t now);
 void pc__timers_drop(struct pc_worker *w);
+
+/* stall.c: the worker's stall timer, armed and disarmed on its thread as
+ * its loop starts and ends. */
+void pc__stall_start(struct pc_worker *w);
+void pc__stall_stop(struct pc_worker *w);
+
+/* report.c: async-signal-safe lines for the stall and crash reports,
+ * built in a buffer and written to stderr with one write(2). */
+struct pc__line {
+        char buf[512];
+        size_t len;
+};
+void pc__line_str(struct pc__line *l, const char *s);
+void pc__line_u64(struct pc__line *l, uint64_t v);
+/* "name (file+0xoff)", as much of it as the dynamic symbols tell. */
+void pc__line_sym(struct pc__line *l, const void *addr);
+/* What worker @w runs: " in fiber f (...)", " in poller p (...)", ... */
+void pc__line_running(struct pc__line *l, const struct pc_worker *w);
+void pc__line_write(struct pc__line *l);
+/* The calling thread's stack from the frame a signal interrupted (@uc, its
+ * ucontext), one "percore:   #i frame" line each. */
+void pc__backtrace(const void *uc);
+/* Call once outside a signal handler: backtrace() loads its unwinder then. */
+void pc__backtrace_warm(void);
 
 /* log.c */
 void pc__log_set_level(enum pc_log_level level);

@@ -94,6 +94,9 @@ struct pc_config {
         bool stats;                      /**< PERCORE_STATS: table at exit */
         unsigned runq_size; /**< local ring slots per worker, power of two */
         unsigned fiber_stack_kb;         /**< PERCORE_FIBER_STACK_KB, 16..65536 */
+        /** PERCORE_STALL_MS: report a task, poller or fiber that keeps its
+         * worker longer than this (CPU time), 0..3600000; 0 = off. */
+        unsigned stall_ms;
         /** Scheduling policy; NULL = the built-in one of @mode. */
         const struct pc_policy *policy;
 };
@@ -205,6 +208,7 @@ void pc_runtime_destroy(struct pc_runtime *rt);
 
 /** Number of workers. Any thread. */
 unsigned pc_runtime_workers(const struct pc_runtime *rt);
+
 
 /** CPU worker @w is placed on, or -EINVAL. Any thread. */
 int pc_runtime_worker_cpu(const struct pc_runtime *rt, unsigned w);
@@ -513,6 +517,7 @@ struct pc_worker_stats {
         uint64_t steal_attempts; /**< victims tried */
         uint64_t steal_failures; /**< tries that took nothing */
         uint64_t searches;       /**< times it went looking for work */
+        uint64_t stalls; /**< tasks, pollers or fibers that ran past PERCORE_STALL_MS */
 };
 
 /**
