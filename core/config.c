@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "pc_core_pvt.h"
 
@@ -136,6 +137,14 @@ static int parse_uint(const char *var, const char *val, unsigned lo, unsigned hi
 #define MONITOR_MS_MAX 3600000
 #define STALL_MS_MAX 3600000
 
+static bool metrics_valid(const char *s)
+{
+        struct sockaddr_storage ss;
+        unsigned len;
+
+        return pc__metrics_addr(s, &ss, &len) == 0;
+}
+
 int pc_config_from_env(struct pc_config *cfg, char *err, size_t errlen)
 {
         const char *v;
@@ -186,12 +195,20 @@ int pc_config_from_env(struct pc_config *cfg, char *err, size_t errlen)
         STR_VAR("PERCORE_SYSFS_ROOT", sysfs_root);
         ENUM_VAR("PERCORE_TOPOLOGY", topo_names, topology, enum pc_topology_src);
         STR_VAR("PERCORE_EAL_ARGS", eal_args);
+        STR_VAR("PERCORE_METRICS", metrics);
         ENUM_VAR("PERCORE_LOG", log_names, log_level, enum pc_log_level);
         ENUM_VAR("PERCORE_STATS", bool_names, stats, bool);
 #undef ENUM_VAR
 #undef UINT_VAR
 #undef STR_VAR
 
+        if (cfg->metrics && !metrics_valid(cfg->metrics)) {
+                seterr(err, errlen,
+                       "PERCORE_METRICS='%s' is not valid: expected ADDR:PORT, an IPv4 or "
+                       "[IPv6] address and a port from 0 to 65535, e.g. 127.0.0.1:9100",
+                       cfg->metrics);
+                return -EINVAL;
+        }
         if (cfg->cpus) {
                 uint64_t set[PC_MAX_CPUS / 64];
                 rc = pc_cpulist_parse(cfg->cpus, set, PC_MAX_CPUS);
@@ -262,6 +279,11 @@ int pc_config_validate(const struct pc_config *cfg, char *err, size_t errlen)
                        cfg->runq_size);
                 return -EINVAL;
         }
+        if (cfg->metrics && !metrics_valid(cfg->metrics)) {
+                seterr(err, errlen, "PERCORE_METRICS='%s' is not valid: expected ADDR:PORT",
+                       cfg->metrics);
+                return -EINVAL;
+        }
         if (cfg->sysfs_root == NULL || cfg->sysfs_root[0] == '\0') {
                 seterr(err, errlen, "sysfs_root must name a directory");
                 return -EINVAL;
@@ -288,7 +310,7 @@ int pc_config_format(const struct pc_config *cfg, char *buf, size_t len)
                         "mode=%s workers=%s cpus=%s placement=%s pin=%d steal_batch=%u "
                         "steal_tiers=%s remote_steal_min=%u idle=%s idle_spin_us=%u "
                         "monitor_ms=%u seed=%" PRIu64 " sysfs_root=%s topology=%s eal_args=%s "
-                        "log=%s stats=%d runq_size=%u fiber_stack_kb=%u stall_ms=%u",
+                        "log=%s stats=%d runq_size=%u fiber_stack_kb=%u stall_ms=%u metrics=%s",
                         pc_mode_name(cfg->mode), w, cfg->cpus ? cfg->cpus : "affinity",
                         place_names[cfg->placement], cfg->pin, cfg->steal_batch,
                         tier_names[cfg->steal_tiers], cfg->remote_steal_min,
@@ -296,5 +318,5 @@ int pc_config_format(const struct pc_config *cfg, char *buf, size_t len)
                         cfg->sysfs_root, topo_names[cfg->topology],
                         cfg->eal_args ? cfg->eal_args : "none", log_names[cfg->log_level],
                         cfg->stats, cfg->runq_size, cfg->fiber_stack_kb,
-                        cfg->stall_ms);
+                        cfg->stall_ms, cfg->metrics ? cfg->metrics : "off");
 }

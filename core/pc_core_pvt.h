@@ -236,6 +236,9 @@ struct pc__launcher {
         void (*fini)(struct pc_runtime *rt);
 };
 
+struct pc__prom;
+struct pc__metrics;
+
 /*
  * A module that keeps per-worker state (shard/, the network backends) hooks
  * into the runtime's lifecycle. Added before pc_runtime_run(), from the
@@ -255,6 +258,10 @@ struct pc__module {
         /* Called by pc_runtime_destroy() before the workers are freed. May be
          * NULL. The module may free @m itself here. */
         void (*destroy)(struct pc_runtime *rt, void *arg);
+        /* Add the module's families to a metrics scrape (pc__prom_*()), on
+         * the metrics thread while the runtime runs, reading only counters
+         * that other threads may read. May be NULL. */
+        void (*metrics)(struct pc_runtime *rt, struct pc__prom *out, void *arg);
         /* NULL, or how the workers' threads start: a module whose own
          * threads must run the workers (DPDK's lcores, started with
          * rte_eal_remote_launch) claims the launch with this, @arg becoming
@@ -300,7 +307,8 @@ struct pc_runtime {
         const struct pc_policy *policy;
         const struct pc__launcher *launcher;
         void *launcher_ctx;
-        char *cpus_str, *sysfs_root_str, *eal_args_str; /* owned copies */
+        char *cpus_str, *sysfs_root_str, *eal_args_str, *metrics_str; /* owned copies */
+        struct pc__metrics *metrics; /* metrics.c: PERCORE_METRICS, NULL = off */
         unsigned nworkers;
         int cpus[PC_MAX_WORKERS];
         int nodes[PC_MAX_WORKERS];
@@ -466,6 +474,43 @@ void pc__line_write(struct pc__line *l);
 void pc__backtrace(const void *uc);
 /* Call once outside a signal handler: backtrace() loads its unwinder then. */
 void pc__backtrace_warm(void);
+
+/* metrics.c: bound in create (errors in @err naming PERCORE_METRICS),
+ * served from run's start to its end, closed in destroy. */
+int pc__metrics_open(struct pc_runtime *rt, char *err, size_t errlen);
+int pc__metrics_start(struct pc_runtime *rt);
+void pc__metrics_stop(struct pc_runtime *rt);
+void pc__metrics_close(struct pc_runtime *rt);
+struct sockaddr_storage;
+/* Parse "A.B.C.D:PORT" or "[v6]:PORT". 0 or -EINVAL. */
+int pc__metrics_addr(const char *s, struct sockaddr_storage *ss, unsigned *len);
+/* The status to answer the request head in @buf with, 0 while incomplete. */
+int pc__http_route(const char *buf, size_t len);
+
+/* prom.c: a scrape's text, grown as families are added. */
+struct pc__prom {
+        char *buf;
+        size_t len, cap;
+        bool failed; /* out of memory: the scrape answers 500 */
+};
+/* Where a worker's busy and idle time stood at the previous scrape. */
+struct pc__metrics_prev {
+        uint64_t busy_ns, idle_ns;
+};
+/* "# HELP" and "# TYPE" (@type "counter" or "gauge") of a family; its
+ * samples follow. */
+void pc__prom_family(struct pc__prom *p, const char *name, const char *type,
+                     const char *help);
+/* A sample: @labels holds @nlabels name, value pairs (values escaped here). */
+void pc__prom_u64(struct pc__prom *p, const char *name, const char *const *labels,
+                  unsigned nlabels, uint64_t v);
+void pc__prom_f64(struct pc__prom *p, const char *name, const char *const *labels,
+                  unsigned nlabels, double v);
+/* A sample labelled worker="@w". */
+void pc__prom_worker_u64(struct pc__prom *p, const char *name, unsigned w, uint64_t v);
+/* Every family: the runtime's and its workers', then the modules'. */
+void pc__prom_runtime(struct pc_runtime *rt, struct pc__prom *p,
+                      struct pc__metrics_prev *prev);
 
 /* log.c */
 void pc__log_set_level(enum pc_log_level level);

@@ -97,6 +97,9 @@ struct pc_config {
         /** PERCORE_STALL_MS: report a task, poller or fiber that keeps its
          * worker longer than this (CPU time), 0..3600000; 0 = off. */
         unsigned stall_ms;
+        /** PERCORE_METRICS: "ADDR:PORT" ("127.0.0.1:9100", "[::1]:9100"; port
+         * 0 = any free one) serving GET /metrics; NULL = off. */
+        const char *metrics;
         /** Scheduling policy; NULL = the built-in one of @mode. */
         const struct pc_policy *policy;
 };
@@ -209,6 +212,13 @@ void pc_runtime_destroy(struct pc_runtime *rt);
 /** Number of workers. Any thread. */
 unsigned pc_runtime_workers(const struct pc_runtime *rt);
 
+/**
+ * The TCP port PERCORE_METRICS listens on (the one chosen, for port 0).
+ * The socket is bound by pc_runtime_create(); GET /metrics is answered
+ * while pc_runtime_run() runs. Returns the port, -ENOENT when metrics are
+ * off, -EINVAL for NULL. Any thread.
+ */
+int pc_runtime_metrics_port(const struct pc_runtime *rt);
 
 /** CPU worker @w is placed on, or -EINVAL. Any thread. */
 int pc_runtime_worker_cpu(const struct pc_runtime *rt, unsigned w);

@@ -352,10 +352,13 @@ int pc_runtime_create(const struct pc_config *cfg, struct pc_runtime **out)
         rt->cpus_str = dup_or_null(rt->cfg.cpus);
         rt->sysfs_root_str = dup_or_null(rt->cfg.sysfs_root);
         rt->eal_args_str = dup_or_null(rt->cfg.eal_args);
+        rt->metrics_str = dup_or_null(rt->cfg.metrics);
         rt->cfg.cpus = rt->cpus_str;
         rt->cfg.sysfs_root = rt->sysfs_root_str;
         rt->cfg.eal_args = rt->eal_args_str;
-        if ((cfg && cfg->cpus && !rt->cpus_str) || !rt->sysfs_root_str) {
+        rt->cfg.metrics = rt->metrics_str;
+        if ((cfg && cfg->cpus && !rt->cpus_str) || !rt->sysfs_root_str ||
+            (rt->cfg.metrics == NULL) != (rt->metrics_str == NULL)) {
                 rc = -ENOMEM;
                 goto fail;
         }
@@ -390,6 +393,11 @@ int pc_runtime_create(const struct pc_config *cfg, struct pc_runtime **out)
         steal_orders(rt);
         pc_config_format(&rt->cfg, line, sizeof(line));
         pc_log(PC_LOG_INFO, "%u workers, %s", rt->nworkers, line);
+        rc = pc__metrics_open(rt, err, sizeof(err));
+        if (rc) {
+                pc_log(PC_LOG_ERROR, "%s", err);
+                goto fail;
+        }
         *out = rt;
         return 0;
 fail:
@@ -449,6 +457,13 @@ int pc_runtime_run(struct pc_runtime *rt, pc_task_fn main_fn, void *arg)
                 goto out;
         }
 
+        rc = pc__metrics_start(rt);
+        if (rc) {
+                pc_log(PC_LOG_ERROR, "PERCORE_METRICS: the metrics thread did not start: %s",
+                       pc_strerror(rc));
+                abort_start(rt);
+                goto out;
+        }
         if (pc__monitor_start(rt) != 0)
                 pc_log(PC_LOG_WARN, "the load monitor thread did not start; running without");
         pc_task_init(&rt->main_task, main_fn, arg, PC_STICKY);
@@ -460,6 +475,7 @@ int pc_runtime_run(struct pc_runtime *rt, pc_task_fn main_fn, void *arg)
                 rt->launcher->join(rt, rt->workers[i]);
                 rt->workers[i]->thread_started = false;
         }
+        pc__metrics_stop(rt);
         if (rt->cfg.stats)
                 pc_stats_print(rt, stderr);
 out:
@@ -537,6 +553,7 @@ void pc_runtime_destroy(struct pc_runtime *rt)
                 pc_log(PC_LOG_ERROR, "pc_runtime_destroy: runtime is running; not freed");
                 return;
         }
+        pc__metrics_close(rt);
         if (atomic_load(&signal_rt) == rt) {
                 atomic_store(&signal_rt, NULL);
                 if (signals_installed) {
@@ -583,6 +600,7 @@ void pc_runtime_destroy(struct pc_runtime *rt)
         free(rt->cpus_str);
         free(rt->sysfs_root_str);
         free(rt->eal_args_str);
+        free(rt->metrics_str);
         free(rt);
 }
 
