@@ -202,6 +202,7 @@ struct pc_worker {
         struct pc_pub_stats stats PC_ALIGNED;
         pthread_t thread;
         bool thread_started;
+        _Atomic bool gone; /* its thread ended inside the loop (runtime.c) */
 } PC_ALIGNED;
 
 _Static_assert(offsetof(struct pc_worker, inbox) % PC_CACHE_LINE == 0,
@@ -330,6 +331,7 @@ struct pc_runtime {
         _Atomic int stop_req PC_ALIGNED;
         _Atomic int done;
         _Atomic int running;
+        _Atomic int failed; /* a worker thread ended inside its loop: -EOWNERDEAD */
         struct pc_task main_task;
         struct pc__module *modules; /* in the order they were added */
 
@@ -455,6 +457,10 @@ void pc__timers_drop(struct pc_worker *w);
  * its loop starts and ends. */
 void pc__stall_start(struct pc_worker *w);
 void pc__stall_stop(struct pc_worker *w);
+
+/* crash.c: the fatal-signal report on workers; once per process, from
+ * pc_runtime_create(). */
+void pc__crash_install(void);
 
 /* report.c: async-signal-safe lines for the stall and crash reports,
  * built in a buffer and written to stderr with one write(2). */

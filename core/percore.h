@@ -183,9 +183,20 @@ int pc_runtime_create(const struct pc_config *cfg, struct pc_runtime **out);
  * drains the run queues on every worker (tasks spawned while draining run
  * too) and drops pending timers. May be called again after it returned.
  *
+ * A worker thread that ends inside its loop (a task calls pthread_exit(),
+ * or the thread is cancelled) fails the run: the other workers leave once
+ * their queues are empty, without the drain, and the call returns
+ * -EOWNERDEAD, as does every later call (destroy the runtime; tasks still
+ * queued are dropped). A worker thread that cannot start fails the call
+ * at once with the launcher's error, the workers that did start stopped.
+ * A fatal signal on a worker (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT)
+ * ends the process of that signal after a line on stderr naming the
+ * worker and the function it ran, and a backtrace.
+ *
  * Errors: -EINVAL (NULL argument), -EALREADY while running,
  * -EAGAIN/-ENOMEM when a worker thread cannot start, -EINVAL when a CPU
- * cannot be pinned. The thread that created the runtime, not a worker.
+ * cannot be pinned, -EOWNERDEAD when a worker thread ended (above).
+ * The thread that created the runtime, not a worker.
  */
 int pc_runtime_run(struct pc_runtime *rt, pc_task_fn main_fn, void *arg);
 

@@ -525,6 +525,7 @@ void pc__worker_loop(struct pc_worker *w)
         struct pc_runtime *rt = w->rt;
 
         pc__self = w;
+        pc__alt_stack_ensure(); /* for the crash report of a stack overflow */
         for (struct pc__module *m = rt->modules; m; m = m->next)
                 if (m->worker_start)
                         m->worker_start(w, m->arg);
