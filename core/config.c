@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "pc_core_pvt.h"
 
@@ -29,6 +30,7 @@ void pc_config_init(struct pc_config *cfg)
         cfg->idle = PC_IDLE_ADAPTIVE;
         cfg->idle_spin_us = 50;
         cfg->fiber_stack_kb = 64;
+        cfg->stall_ms = 100;
         cfg->monitor_ms = 0;
         cfg->seed = 1;
         cfg->sysfs_root = "/sys";
@@ -133,6 +135,15 @@ static int parse_uint(const char *var, const char *val, unsigned lo, unsigned hi
 #define FIBER_KB_MIN 16
 #define FIBER_KB_MAX 65536
 #define MONITOR_MS_MAX 3600000
+#define STALL_MS_MAX 3600000
+
+static bool metrics_valid(const char *s)
+{
+        struct sockaddr_storage ss;
+        unsigned len;
+
+        return pc__metrics_addr(s, &ss, &len) == 0;
+}
 
 int pc_config_from_env(struct pc_config *cfg, char *err, size_t errlen)
 {
@@ -174,6 +185,7 @@ int pc_config_from_env(struct pc_config *cfg, char *err, size_t errlen)
         UINT_VAR("PERCORE_IDLE_SPIN_US", 0, SPIN_US_MAX, idle_spin_us);
         UINT_VAR("PERCORE_FIBER_STACK_KB", FIBER_KB_MIN, FIBER_KB_MAX, fiber_stack_kb);
         UINT_VAR("PERCORE_MONITOR_MS", 0, MONITOR_MS_MAX, monitor_ms);
+        UINT_VAR("PERCORE_STALL_MS", 0, STALL_MS_MAX, stall_ms);
         if ((v = getenv("PERCORE_SEED")) != NULL) {
                 rc = parse_u64("PERCORE_SEED", v, 0, UINT64_MAX, &u, err, errlen);
                 if (rc)
@@ -183,12 +195,20 @@ int pc_config_from_env(struct pc_config *cfg, char *err, size_t errlen)
         STR_VAR("PERCORE_SYSFS_ROOT", sysfs_root);
         ENUM_VAR("PERCORE_TOPOLOGY", topo_names, topology, enum pc_topology_src);
         STR_VAR("PERCORE_EAL_ARGS", eal_args);
+        STR_VAR("PERCORE_METRICS", metrics);
         ENUM_VAR("PERCORE_LOG", log_names, log_level, enum pc_log_level);
         ENUM_VAR("PERCORE_STATS", bool_names, stats, bool);
 #undef ENUM_VAR
 #undef UINT_VAR
 #undef STR_VAR
 
+        if (cfg->metrics && !metrics_valid(cfg->metrics)) {
+                seterr(err, errlen,
+                       "PERCORE_METRICS='%s' is not valid: expected ADDR:PORT, an IPv4 or "
+                       "[IPv6] address and a port from 0 to 65535, e.g. 127.0.0.1:9100",
+                       cfg->metrics);
+                return -EINVAL;
+        }
         if (cfg->cpus) {
                 uint64_t set[PC_MAX_CPUS / 64];
                 rc = pc_cpulist_parse(cfg->cpus, set, PC_MAX_CPUS);
@@ -244,6 +264,11 @@ int pc_config_validate(const struct pc_config *cfg, char *err, size_t errlen)
                        cfg->fiber_stack_kb, FIBER_KB_MIN, FIBER_KB_MAX);
                 return -EINVAL;
         }
+        if (cfg->stall_ms > STALL_MS_MAX) {
+                seterr(err, errlen, "stall_ms=%u is not valid: 0 to %d", cfg->stall_ms,
+                       STALL_MS_MAX);
+                return -EINVAL;
+        }
         if (cfg->idle_spin_us > SPIN_US_MAX || cfg->monitor_ms > MONITOR_MS_MAX) {
                 seterr(err, errlen, "idle_spin_us or monitor_ms out of range");
                 return -EINVAL;
@@ -252,6 +277,11 @@ int pc_config_validate(const struct pc_config *cfg, char *err, size_t errlen)
             (cfg->runq_size & (cfg->runq_size - 1)) != 0) {
                 seterr(err, errlen, "runq_size=%u is not valid: a power of two from 2 to 2^24",
                        cfg->runq_size);
+                return -EINVAL;
+        }
+        if (cfg->metrics && !metrics_valid(cfg->metrics)) {
+                seterr(err, errlen, "PERCORE_METRICS='%s' is not valid: expected ADDR:PORT",
+                       cfg->metrics);
                 return -EINVAL;
         }
         if (cfg->sysfs_root == NULL || cfg->sysfs_root[0] == '\0') {
@@ -280,12 +310,13 @@ int pc_config_format(const struct pc_config *cfg, char *buf, size_t len)
                         "mode=%s workers=%s cpus=%s placement=%s pin=%d steal_batch=%u "
                         "steal_tiers=%s remote_steal_min=%u idle=%s idle_spin_us=%u "
                         "monitor_ms=%u seed=%" PRIu64 " sysfs_root=%s topology=%s eal_args=%s "
-                        "log=%s stats=%d runq_size=%u fiber_stack_kb=%u",
+                        "log=%s stats=%d runq_size=%u fiber_stack_kb=%u stall_ms=%u metrics=%s",
                         pc_mode_name(cfg->mode), w, cfg->cpus ? cfg->cpus : "affinity",
                         place_names[cfg->placement], cfg->pin, cfg->steal_batch,
                         tier_names[cfg->steal_tiers], cfg->remote_steal_min,
                         idle_names[cfg->idle], cfg->idle_spin_us, cfg->monitor_ms, cfg->seed,
                         cfg->sysfs_root, topo_names[cfg->topology],
                         cfg->eal_args ? cfg->eal_args : "none", log_names[cfg->log_level],
-                        cfg->stats, cfg->runq_size, cfg->fiber_stack_kb);
+                        cfg->stats, cfg->runq_size, cfg->fiber_stack_kb,
+                        cfg->stall_ms, cfg->metrics ? cfg->metrics : "off");
 }

@@ -351,8 +351,6 @@ static void finish(struct pc_worker *w, struct pc_fiber *f)
                 wake(j, 0);
 }
 
-static void alt_stack_ensure(void);
-
 /* The task that runs a fiber until it switches out, then does what it
  * asked for, off its stack. */
 static void resume_task(void *arg)
@@ -362,7 +360,7 @@ static void resume_task(void *arg)
         transfer_t t;
         int expected = F_RUN;
 
-        alt_stack_ensure();
+        pc__alt_stack_ensure();
         w->fib.cur = f;
         f->home = w->id; /* a thief may have taken it */
         atomic_store_explicit(&f->state, F_RUN, memory_order_relaxed);
@@ -517,6 +515,11 @@ void pc__fiber_wake(struct pc_fiber *f, int rc)
         wake(f, rc);
 }
 
+const void *pc__fiber_fn(const struct pc_fiber *f)
+{
+        return (const void *)f->fn;
+}
+
 void pc_fiber_yield(void)
 {
         struct pc_worker *w = cur_worker();
@@ -648,14 +651,15 @@ static void overflow_guard_install(void)
 }
 
 /* An overflowing fiber has no stack left to run the handler on: each worker
- * thread that runs fibers gets an alternate signal stack, freed when the
- * thread ends. Kept if the thread already has one of its own. */
-static void alt_stack_ensure(void)
+ * thread gets an alternate signal stack, freed when the thread ends. Kept
+ * if the thread already has one of its own. */
+void pc__alt_stack_ensure(void)
 {
         stack_t ss, cur;
 
         if (alt_stack)
                 return;
+        pthread_once(&guard_once, key_setup);
         if (sigaltstack(NULL, &cur) == 0 && !(cur.ss_flags & SS_DISABLE)) {
                 alt_stack = cur.ss_sp;
                 return;

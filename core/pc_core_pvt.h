@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "percore.h"
 #include "pc_topo.h"
@@ -34,6 +35,9 @@
 #define PC_OWNER_BATCH 8        /* stealable tasks the owner claims per CAS */
 #define PC_SPILL_MAX 2048       /* most tasks a full stealable ring spills at once */
 #define PC_MONITOR_THRESHOLD 4  /* load monitor: busiest > 4 x max(lightest, 1), >= 4 */
+#define PC_STALL_SIGNAL (SIGRTMIN + 3) /* the stall timer's signal (worker threads) */
+#define PC_STALL_TICKS 4        /* stall timer ticks per PERCORE_STALL_MS of CPU time */
+#define PC_STALL_REPORTS 5      /* stall reports printed per minute, all workers */
 
 /* Task owners that are not workers. */
 #define PC_OWNER_HEAP 0xfffeu /* malloc'd by pc_runtime_inject(): free() it */
@@ -82,6 +86,7 @@ struct pc_pub_stats {
         _Atomic uint64_t steal_attempts;
         _Atomic uint64_t steal_failures;
         _Atomic uint64_t searches;
+        _Atomic uint64_t stalls; /* stored by the stall detector as it counts one */
         _Atomic uint64_t steals_from[PC_MAX_WORKERS]; /* by victim */
 };
 
@@ -122,6 +127,16 @@ struct pc__fiber_worker {
         void *asan_fake;        /* AddressSanitizer's fake stack of the runner */
         const void *sched_bottom;
         size_t sched_size;
+};
+
+/* stall.c: a worker's stall detector. Its own thread only: the worker
+ * loop as it starts and ends, and the timer's signal handler between. */
+struct pc__stall {
+        timer_t timer;
+        bool on;
+        uint64_t gen;      /* the loop's progress at the last tick */
+        uint64_t since_ns; /* thread CPU time when @gen was first seen */
+        uint64_t next_ns;  /* how long a stall must be for its next report */
 };
 
 struct pc_worker {
@@ -166,6 +181,12 @@ struct pc_worker {
         struct pc_local_stats ls;
         struct pc__shard_worker *shard; /* shard/ state; set before run, NULL without */
         struct pc__fiber_worker fib;    /* fiber.c: the running fiber, stack cache */
+        /* What runs now, for the stall and crash reports (which read them
+         * on this thread, from a signal handler): the task, timer or poll
+         * function, and the poller; NULL between them. */
+        const void *cur_fn;
+        const struct pc_poller *cur_poller;
+        struct pc__stall stall;
         /* quiescence counters, owner-written, read by the coordinator */
         _Atomic uint64_t sent PC_ALIGNED; /* tasks pushed to other workers */
         _Atomic uint64_t recv;            /* tasks taken from the inbox */
@@ -183,6 +204,7 @@ struct pc_worker {
         struct pc_pub_stats stats PC_ALIGNED;
         pthread_t thread;
         bool thread_started;
+        _Atomic bool gone; /* its thread ended inside the loop (runtime.c) */
 } PC_ALIGNED;
 
 _Static_assert(offsetof(struct pc_worker, inbox) % PC_CACHE_LINE == 0,
@@ -217,6 +239,9 @@ struct pc__launcher {
         void (*fini)(struct pc_runtime *rt);
 };
 
+struct pc__prom;
+struct pc__metrics;
+
 /*
  * A module that keeps per-worker state (shard/, the network backends) hooks
  * into the runtime's lifecycle. Added before pc_runtime_run(), from the
@@ -242,6 +267,10 @@ struct pc__module {
         /* Called by pc_runtime_destroy() before the workers are freed. May be
          * NULL. The module may free @m itself here. */
         void (*destroy)(struct pc_runtime *rt, void *arg);
+        /* Add the module's families to a metrics scrape (pc__prom_*()), on
+         * the metrics thread while the runtime runs, reading only counters
+         * that other threads may read. May be NULL. */
+        void (*metrics)(struct pc_runtime *rt, struct pc__prom *out, void *arg);
         /* NULL, or how the workers' threads start: a module whose own
          * threads must run the workers (DPDK's lcores, started with
          * rte_eal_remote_launch) claims the launch with this, @arg becoming
@@ -287,7 +316,8 @@ struct pc_runtime {
         const struct pc_policy *policy;
         const struct pc__launcher *launcher;
         void *launcher_ctx;
-        char *cpus_str, *sysfs_root_str, *eal_args_str; /* owned copies */
+        char *cpus_str, *sysfs_root_str, *eal_args_str, *metrics_str; /* owned copies */
+        struct pc__metrics *metrics; /* metrics.c: PERCORE_METRICS, NULL = off */
         unsigned nworkers;
         int cpus[PC_MAX_WORKERS];
         int nodes[PC_MAX_WORKERS];
@@ -309,6 +339,7 @@ struct pc_runtime {
         _Atomic int stop_req PC_ALIGNED;
         _Atomic int done;
         _Atomic int running;
+        _Atomic int failed; /* a worker thread ended inside its loop: -EOWNERDEAD */
         struct pc_task main_task;
         struct pc__module *modules; /* in the order they were added */
 
@@ -326,6 +357,11 @@ struct pc_runtime {
         pthread_cond_t mon_cond;
         bool mon_stop, mon_running;
         _Atomic uint64_t mon_samples, mon_retargets;
+
+        /* stall.c: the reports of the current minute, every worker's. */
+        _Atomic uint64_t stall_window PC_ALIGNED; /* CLOCK_MONOTONIC ns it began */
+        _Atomic unsigned stall_reports;
+        _Atomic uint64_t stall_unreported; /* since the last report printed */
 };
 
 /* The calling thread's worker, NULL off-worker. Initial-exec: libpercore
@@ -401,6 +437,11 @@ void pc__fiber_runtime_fini(struct pc_runtime *rt);
  * pc__fiber_wake() (on any worker), and returns the rc that was given. */
 int pc__fiber_wait(void);
 void pc__fiber_wake(struct pc_fiber *f, int rc);
+/* The function fiber @f runs (for the reports). */
+const void *pc__fiber_fn(const struct pc_fiber *f);
+/* Give the calling thread an alternate signal stack if it has none, so
+ * that a handler runs even when the fault is a stack overflow. */
+void pc__alt_stack_ensure(void);
 
 /* steal.c */
 struct pc_task *pc__steal(struct pc_worker *w);
@@ -424,6 +465,71 @@ bool pc__take_turn(struct pc_worker *w);
 /* timer.c */
 unsigned pc__timers_expire(struct pc_worker *w, uint64_t now);
 void pc__timers_drop(struct pc_worker *w);
+
+/* stall.c: the worker's stall timer, armed and disarmed on its thread as
+ * its loop starts and ends. */
+void pc__stall_start(struct pc_worker *w);
+void pc__stall_stop(struct pc_worker *w);
+
+/* crash.c: the fatal-signal report on workers; once per process, from
+ * pc_runtime_create(). */
+void pc__crash_install(void);
+
+/* report.c: async-signal-safe lines for the stall and crash reports,
+ * built in a buffer and written to stderr with one write(2). */
+struct pc__line {
+        char buf[512];
+        size_t len;
+};
+void pc__line_str(struct pc__line *l, const char *s);
+void pc__line_u64(struct pc__line *l, uint64_t v);
+/* "name (file+0xoff)", as much of it as the dynamic symbols tell. */
+void pc__line_sym(struct pc__line *l, const void *addr);
+/* What worker @w runs: " in fiber f (...)", " in poller p (...)", ... */
+void pc__line_running(struct pc__line *l, const struct pc_worker *w);
+void pc__line_write(struct pc__line *l);
+/* The calling thread's stack from the frame a signal interrupted (@uc, its
+ * ucontext), one "percore:   #i frame" line each. */
+void pc__backtrace(const void *uc);
+/* Call once outside a signal handler: backtrace() loads its unwinder then. */
+void pc__backtrace_warm(void);
+
+/* metrics.c: bound in create (errors in @err naming PERCORE_METRICS),
+ * served from run's start to its end, closed in destroy. */
+int pc__metrics_open(struct pc_runtime *rt, char *err, size_t errlen);
+int pc__metrics_start(struct pc_runtime *rt);
+void pc__metrics_stop(struct pc_runtime *rt);
+void pc__metrics_close(struct pc_runtime *rt);
+struct sockaddr_storage;
+/* Parse "A.B.C.D:PORT" or "[v6]:PORT". 0 or -EINVAL. */
+int pc__metrics_addr(const char *s, struct sockaddr_storage *ss, unsigned *len);
+/* The status to answer the request head in @buf with, 0 while incomplete. */
+int pc__http_route(const char *buf, size_t len);
+
+/* prom.c: a scrape's text, grown as families are added. */
+struct pc__prom {
+        char *buf;
+        size_t len, cap;
+        bool failed; /* out of memory: the scrape answers 500 */
+};
+/* Where a worker's busy and idle time stood at the previous scrape. */
+struct pc__metrics_prev {
+        uint64_t busy_ns, idle_ns;
+};
+/* "# HELP" and "# TYPE" (@type "counter" or "gauge") of a family; its
+ * samples follow. */
+void pc__prom_family(struct pc__prom *p, const char *name, const char *type,
+                     const char *help);
+/* A sample: @labels holds @nlabels name, value pairs (values escaped here). */
+void pc__prom_u64(struct pc__prom *p, const char *name, const char *const *labels,
+                  unsigned nlabels, uint64_t v);
+void pc__prom_f64(struct pc__prom *p, const char *name, const char *const *labels,
+                  unsigned nlabels, double v);
+/* A sample labelled worker="@w". */
+void pc__prom_worker_u64(struct pc__prom *p, const char *name, unsigned w, uint64_t v);
+/* Every family: the runtime's and its workers', then the modules'. */
+void pc__prom_runtime(struct pc_runtime *rt, struct pc__prom *p,
+                      struct pc__metrics_prev *prev);
 
 /* log.c */
 void pc__log_set_level(enum pc_log_level level);

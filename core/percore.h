@@ -94,6 +94,12 @@ struct pc_config {
         bool stats;                      /**< PERCORE_STATS: table at exit */
         unsigned runq_size; /**< local ring slots per worker, power of two */
         unsigned fiber_stack_kb;         /**< PERCORE_FIBER_STACK_KB, 16..65536 */
+        /** PERCORE_STALL_MS: report a task, poller or fiber that keeps its
+         * worker longer than this (CPU time), 0..3600000; 0 = off. */
+        unsigned stall_ms;
+        /** PERCORE_METRICS: "ADDR:PORT" ("127.0.0.1:9100", "[::1]:9100"; port
+         * 0 = any free one) serving GET /metrics; NULL = off. */
+        const char *metrics;
         /** Scheduling policy; NULL = the built-in one of @mode. */
         const struct pc_policy *policy;
 };
@@ -177,9 +183,20 @@ int pc_runtime_create(const struct pc_config *cfg, struct pc_runtime **out);
  * drains the run queues on every worker (tasks spawned while draining run
  * too) and drops pending timers. May be called again after it returned.
  *
+ * A worker thread that ends inside its loop (a task calls pthread_exit(),
+ * or the thread is cancelled) fails the run: the other workers leave once
+ * their queues are empty, without the drain, and the call returns
+ * -EOWNERDEAD, as does every later call (destroy the runtime; tasks still
+ * queued are dropped). A worker thread that cannot start fails the call
+ * at once with the launcher's error, the workers that did start stopped.
+ * A fatal signal on a worker (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT)
+ * ends the process of that signal after a line on stderr naming the
+ * worker and the function it ran, and a backtrace.
+ *
  * Errors: -EINVAL (NULL argument), -EALREADY while running,
  * -EAGAIN/-ENOMEM when a worker thread cannot start, -EINVAL when a CPU
- * cannot be pinned. The thread that created the runtime, not a worker.
+ * cannot be pinned, -EOWNERDEAD when a worker thread ended (above).
+ * The thread that created the runtime, not a worker.
  */
 int pc_runtime_run(struct pc_runtime *rt, pc_task_fn main_fn, void *arg);
 
@@ -205,6 +222,14 @@ void pc_runtime_destroy(struct pc_runtime *rt);
 
 /** Number of workers. Any thread. */
 unsigned pc_runtime_workers(const struct pc_runtime *rt);
+
+/**
+ * The TCP port PERCORE_METRICS listens on (the one chosen, for port 0).
+ * The socket is bound by pc_runtime_create(); GET /metrics is answered
+ * while pc_runtime_run() runs. Returns the port, -ENOENT when metrics are
+ * off, -EINVAL for NULL. Any thread.
+ */
+int pc_runtime_metrics_port(const struct pc_runtime *rt);
 
 /** CPU worker @w is placed on, or -EINVAL. Any thread. */
 int pc_runtime_worker_cpu(const struct pc_runtime *rt, unsigned w);
@@ -513,6 +538,7 @@ struct pc_worker_stats {
         uint64_t steal_attempts; /**< victims tried */
         uint64_t steal_failures; /**< tries that took nothing */
         uint64_t searches;       /**< times it went looking for work */
+        uint64_t stalls; /**< tasks, pollers or fibers that ran past PERCORE_STALL_MS */
 };
 
 /**

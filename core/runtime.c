@@ -167,13 +167,42 @@ static void steal_orders(struct pc_runtime *rt)
         }
 }
 
+/*
+ * A worker's thread ended inside its loop: a task called pthread_exit(),
+ * or the thread was cancelled. Its queues will never drain and the
+ * messages sent to it never be taken, so the run fails: every other
+ * worker leaves as soon as its own queue is empty, and pc_runtime_run()
+ * returns -EOWNERDEAD.
+ */
+static void worker_gone(void *arg)
+{
+        struct pc_worker *w = arg;
+        struct pc_runtime *rt = w->rt;
+        int none = 0;
+
+        pc__stall_stop(w);
+        pc__self = NULL;
+        pc_log(PC_LOG_ERROR, "worker %u: its thread exited inside the worker loop (a task "
+                             "called pthread_exit?); the run fails",
+               w->id);
+        atomic_store(&w->gone, true);
+        atomic_compare_exchange_strong(&rt->failed, &none, -EOWNERDEAD);
+        atomic_store_explicit(&rt->stop_req, 1, memory_order_seq_cst);
+        atomic_store_explicit(&rt->done, 1, memory_order_seq_cst);
+        for (unsigned i = 0; i < rt->nworkers; i++)
+                if (i != w->id)
+                        pc__wake(rt->workers[i]);
+}
+
 void pc__worker_main(struct pc_worker *w)
 {
         char name[16];
 
         snprintf(name, sizeof(name), "pc-worker-%u", w->id);
         pthread_setname_np(pthread_self(), name);
+        pthread_cleanup_push(worker_gone, w);
         pc__worker_loop(w);
+        pthread_cleanup_pop(0);
 }
 
 /* ---- the default launcher: pinned pthreads ------------------------------ */
@@ -309,6 +338,7 @@ int pc_runtime_create(const struct pc_config *cfg, struct pc_runtime **out)
         if (pc__self != NULL)
                 return -EPERM;
         pc__log_hook_topo();
+        pc__crash_install();
         rt = aligned_alloc(PC_CACHE_LINE, sizeof(*rt));
         if (rt == NULL)
                 return -ENOMEM;
@@ -352,10 +382,13 @@ int pc_runtime_create(const struct pc_config *cfg, struct pc_runtime **out)
         rt->cpus_str = dup_or_null(rt->cfg.cpus);
         rt->sysfs_root_str = dup_or_null(rt->cfg.sysfs_root);
         rt->eal_args_str = dup_or_null(rt->cfg.eal_args);
+        rt->metrics_str = dup_or_null(rt->cfg.metrics);
         rt->cfg.cpus = rt->cpus_str;
         rt->cfg.sysfs_root = rt->sysfs_root_str;
         rt->cfg.eal_args = rt->eal_args_str;
-        if ((cfg && cfg->cpus && !rt->cpus_str) || !rt->sysfs_root_str) {
+        rt->cfg.metrics = rt->metrics_str;
+        if ((cfg && cfg->cpus && !rt->cpus_str) || !rt->sysfs_root_str ||
+            (rt->cfg.metrics == NULL) != (rt->metrics_str == NULL)) {
                 rc = -ENOMEM;
                 goto fail;
         }
@@ -390,6 +423,11 @@ int pc_runtime_create(const struct pc_config *cfg, struct pc_runtime **out)
         steal_orders(rt);
         pc_config_format(&rt->cfg, line, sizeof(line));
         pc_log(PC_LOG_INFO, "%u workers, %s", rt->nworkers, line);
+        rc = pc__metrics_open(rt, err, sizeof(err));
+        if (rc) {
+                pc_log(PC_LOG_ERROR, "%s", err);
+                goto fail;
+        }
         *out = rt;
         return 0;
 fail:
@@ -424,6 +462,10 @@ int pc_runtime_run(struct pc_runtime *rt, pc_task_fn main_fn, void *arg)
                 return -EPERM;
         if (atomic_exchange(&rt->running, 1))
                 return -EALREADY;
+        if (atomic_load(&rt->failed)) {
+                atomic_store(&rt->running, 0);
+                return atomic_load(&rt->failed);
+        }
         w0 = rt->workers[0];
         atomic_store(&rt->done, 0);
         for (unsigned i = 0; i < rt->nworkers; i++) {
@@ -449,6 +491,13 @@ int pc_runtime_run(struct pc_runtime *rt, pc_task_fn main_fn, void *arg)
                 goto out;
         }
 
+        rc = pc__metrics_start(rt);
+        if (rc) {
+                pc_log(PC_LOG_ERROR, "PERCORE_METRICS: the metrics thread did not start: %s",
+                       pc_strerror(rc));
+                abort_start(rt);
+                goto out;
+        }
         if (pc__monitor_start(rt) != 0)
                 pc_log(PC_LOG_WARN, "the load monitor thread did not start; running without");
         pc_task_init(&rt->main_task, main_fn, arg, PC_STICKY);
@@ -460,6 +509,8 @@ int pc_runtime_run(struct pc_runtime *rt, pc_task_fn main_fn, void *arg)
                 rt->launcher->join(rt, rt->workers[i]);
                 rt->workers[i]->thread_started = false;
         }
+        pc__metrics_stop(rt);
+        rc = atomic_load(&rt->failed);
         if (rt->cfg.stats)
                 pc_stats_print(rt, stderr);
 out:
@@ -537,6 +588,7 @@ void pc_runtime_destroy(struct pc_runtime *rt)
                 pc_log(PC_LOG_ERROR, "pc_runtime_destroy: runtime is running; not freed");
                 return;
         }
+        pc__metrics_close(rt);
         if (atomic_load(&signal_rt) == rt) {
                 atomic_store(&signal_rt, NULL);
                 if (signals_installed) {
@@ -583,6 +635,7 @@ void pc_runtime_destroy(struct pc_runtime *rt)
         free(rt->cpus_str);
         free(rt->sysfs_root_str);
         free(rt->eal_args_str);
+        free(rt->metrics_str);
         free(rt);
 }
 

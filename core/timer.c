@@ -186,8 +186,10 @@ unsigned pc__timers_expire(struct pc_worker *w, uint64_t now)
                         (void)heap_insert(w, t);
                 }
                 fired++;
+                w->cur_fn = (const void *)t->fn;
                 t->fn(t, t->arg);
         }
+        w->cur_fn = NULL;
         w->ls.timers_fired += fired;
         return fired;
 }

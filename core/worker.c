@@ -180,6 +180,7 @@ static inline void run_task(struct pc_worker *w, struct pc_task *t)
                 pc__task_release(w, t);
         else if (owner == PC_OWNER_HEAP)
                 free(t);
+        w->cur_fn = (const void *)fn;
         fn(arg);
 }
 
@@ -241,6 +242,7 @@ static unsigned run_tasks(struct pc_worker *w)
                 i = PC_TASK_BUDGET - 1 - w->budget_left;
         }
         w->budget_left = 0;
+        w->cur_fn = NULL;
         w->ls.tasks_run += i;
         return i;
 }
@@ -273,9 +275,11 @@ static unsigned run_pollers(struct pc_worker *w)
 
         for (i = 0; i < w->npollers; i++) {
                 struct pc_poller *p = w->pollers[i];
+                w->cur_poller = p;
                 if (!p->dead)
                         n += p->ops->poll(p->arg);
         }
+        w->cur_poller = NULL;
         if (unlikely(w->pollers_dirty)) {
                 for (i = j = 0; i < w->npollers; i++) {
                         if (w->pollers[i]->dead)
@@ -522,6 +526,7 @@ static bool idle(struct pc_worker *w, uint64_t now)
                         w->last_busy = true;
                         w->ls.tasks_run++;
                         run_task(w, t);
+                        w->cur_fn = NULL;
                         return false;
                 }
         }
@@ -549,6 +554,7 @@ void pc__worker_loop(struct pc_worker *w)
         struct pc_runtime *rt = w->rt;
 
         pc__self = w;
+        pc__alt_stack_ensure(); /* for the crash report of a stack overflow */
         for (struct pc__module *m = rt->modules; m; m = m->next)
                 if (m->worker_start)
                         m->worker_start(w, m->arg);
@@ -559,6 +565,7 @@ void pc__worker_loop(struct pc_worker *w)
         w->parked = false;
         w->last_ns = pc__now();
         w->last_busy = true;
+        pc__stall_start(w);
         for (;;) {
                 unsigned n;
                 uint64_t now;
@@ -599,6 +606,7 @@ void pc__worker_loop(struct pc_worker *w)
                 if (idle(w, now))
                         break;
         }
+        pc__stall_stop(w);
         for (struct pc__module *m = rt->modules; m; m = m->next)
                 if (m->worker_stop)
                         m->worker_stop(w, m->arg);

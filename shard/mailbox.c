@@ -762,6 +762,8 @@ static void shard_free(struct pc__shard *sh)
         free(sh);
 }
 
+static void shard_metrics(struct pc_runtime *rt, struct pc__prom *p, void *arg);
+
 /* Module destroy hook: join the lane, free the matrix. Overflow nodes are
  * task objects from the workers' chunks, which the core frees. */
 static void shard_destroy(struct pc_runtime *rt, void *arg)
@@ -862,6 +864,7 @@ int pc_shard_init(struct pc_runtime *rt, const struct pc_shard_opts *opts)
         sh->mod.arg = sh;
         sh->mod.worker_start = shard_worker_start;
         sh->mod.destroy = shard_destroy;
+        sh->mod.metrics = shard_metrics;
         pc__module_add(rt, &sh->mod);
         return 0;
 }
@@ -961,4 +964,37 @@ int pc_shard_stats(const struct pc_runtime *rt, unsigned w, struct pc_shard_stat
         };
 #undef LD
         return 0;
+}
+
+/* Module metrics hook: the mailbox counters of every worker. */
+static void shard_metrics(struct pc_runtime *rt, struct pc__prom *p, void *arg)
+{
+        static const struct {
+                const char *name, *help;
+                size_t off;
+        } fam[] = {
+#define F(n, f, h) {"percore_mailbox_" n, h, offsetof(struct pc_shard_stats, f)}
+                F("sent_total", sent,
+                  "Messages the worker published to rings or queued in its overflow."),
+                F("received_total", received, "Messages the worker took from its rings."),
+                F("overflowed_total", overflowed, "Messages that waited in overflow."),
+                F("space_waits_total", space_waits,
+                  "Times the worker asked a receiver for space."),
+                F("blocking_done_total", blocking_done,
+                  "Blocking-lane completions it ran."),
+#undef F
+        };
+        struct pc_shard_stats st[PC_MAX_WORKERS];
+
+        (void)arg;
+        for (unsigned w = 0; w < rt->nworkers; w++)
+                if (pc_shard_stats(rt, w, &st[w]))
+                        return;
+        for (size_t f = 0; f < sizeof(fam) / sizeof(fam[0]); f++) {
+                pc__prom_family(p, fam[f].name, "counter", fam[f].help);
+                for (unsigned w = 0; w < rt->nworkers; w++)
+                        pc__prom_worker_u64(p, fam[f].name, w,
+                                            *(const uint64_t *)((const char *)&st[w] +
+                                                                fam[f].off));
+        }
 }

@@ -177,6 +177,10 @@ static void dpdk_join(struct pc_runtime *rt, struct pc_worker *w)
 {
         struct pc_dpdk *d = rt->launcher_ctx;
 
+        /* An lcore whose thread ended inside the worker loop never tells
+         * the EAL it is done. */
+        if (atomic_load(&w->gone))
+                return;
         rte_eal_wait_lcore(w->id);
         (void)atomic_load_explicit(&d->returns[w->id], memory_order_acquire);
 }

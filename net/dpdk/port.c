@@ -102,6 +102,8 @@ static bool never_sleep(void *arg)
         return false;
 }
 
+static void port_metrics(struct pc_runtime *rt, struct pc__prom *p, void *arg);
+
 static const struct pc_poller_ops rx_ops = {
         .name = "dpdk-rx",
         .poll = rx_poll,
@@ -324,6 +326,7 @@ int pc_port_open(struct pc_runtime *rt, const char *name_or_id, const struct pc_
                 /* Every worker registers its RX pollers on its own thread
                  * when its loop starts. */
                 d->module.worker_start = worker_start;
+                d->module.metrics = port_metrics;
                 d->module.arg = d;
                 pc__module_add(rt, &d->module);
                 d->hooked = true;
@@ -413,6 +416,54 @@ void pc__port_drop(struct pc_port_q *q, struct rte_mbuf *m, enum pc_pkt_err why)
 /* ---- counters ------------------------------------------------------------- */
 
 #define LD(x) atomic_load_explicit(&(x), memory_order_relaxed)
+
+/* Module metrics hook: every queue's counters (queue i is worker i's),
+ * labelled by port name and queue, and the device's own error count. */
+static void port_metrics(struct pc_runtime *rt, struct pc__prom *p, void *arg)
+{
+        static const struct {
+                const char *name, *help;
+                size_t off;
+        } fam[] = {
+#define F(n, f, h) {"percore_port_" n, h, offsetof(struct pc_qstats, f)}
+                F("rx_packets_total", rx, "Packets the queue received."),
+                F("tx_packets_total", tx, "Packets the device accepted from the queue."),
+                F("drops_total", drops, "Packets freed unsent or unhandled."),
+                F("errors_total", errors, "Send errors of the queue."),
+                F("malformed_total", malformed, "Frames a parser rejected."),
+#undef F
+        };
+        struct pc_dpdk *d = arg;
+        struct rte_eth_stats es;
+
+        (void)rt;
+        for (size_t f = 0; f < sizeof(fam) / sizeof(fam[0]); f++) {
+                pc__prom_family(p, fam[f].name, "counter", fam[f].help);
+                for (unsigned i = 0; i < d->nports; i++) {
+                        const struct pc_port *pt = d->ports[i];
+                        for (unsigned q = 0; q < pt->nq; q++) {
+                                char qn[12];
+                                const char *l[] = {"port", pt->name, "queue", qn};
+                                const char *st = (const char *)&pt->q[q].st;
+                                const _Atomic uint64_t *c =
+                                        (const _Atomic uint64_t *)(st + fam[f].off);
+
+                                snprintf(qn, sizeof(qn), "%u", q);
+                                pc__prom_u64(p, fam[f].name, l, 2, LD(*c));
+                        }
+                }
+        }
+        pc__prom_family(p, "percore_port_device_errors_total", "counter",
+                        "The device's receive and send errors and mbuf allocation "
+                        "failures.");
+        for (unsigned i = 0; i < d->nports; i++) {
+                const char *l[] = {"port", d->ports[i]->name};
+
+                if (rte_eth_stats_get(d->ports[i]->port_id, &es) == 0)
+                        pc__prom_u64(p, "percore_port_device_errors_total", l, 1,
+                                     es.ierrors + es.oerrors + es.rx_nombuf);
+        }
+}
 
 int pc_port_stats(const struct pc_port *p, int queue, struct pc_port_stats *out)
 {

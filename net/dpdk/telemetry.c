@@ -2,7 +2,8 @@
 /*
  * DPDK telemetry commands, readable with dpdk-telemetry.py:
  *   /percore/ports     counters per port; with a port number, per queue
- *   /percore/workers   per-worker counters (cpu, node, lcore, tasks, polls)
+ *   /percore/workers   per-worker counters (cpu, node, lcore, tasks, polls,
+ *                      stalls)
  *   /percore/steals    the steal matrix, one row per source
  *   /percore/config    the effective configuration
  * DPDK 22.11's callbacks take no argument and cannot be unregistered, so
@@ -106,6 +107,7 @@ static int cmd_workers(const char *cmd, const char *params, struct rte_tel_data 
                 rte_tel_data_add_dict_u64(c, "busy_ns", ws[i].busy_ns);
                 rte_tel_data_add_dict_u64(c, "idle_ns", ws[i].idle_ns);
                 rte_tel_data_add_dict_u64(c, "stolen", ws[i].stolen);
+                rte_tel_data_add_dict_u64(c, "stalls", ws[i].stalls);
                 snprintf(key, sizeof(key), "worker%u", ws[i].worker);
                 rte_tel_data_add_dict_container(d, key, c, 0);
         }
@@ -184,7 +186,8 @@ void pc__telemetry_register(struct pc_runtime *rt)
                                    "Port counters. Parameters: none, or a port index for "
                                    "per-queue counters");
         rte_telemetry_register_cmd("/percore/workers", cmd_workers,
-                                   "Per-worker counters (cpu, node, lcore, tasks, polls)");
+                                   "Per-worker counters (cpu, node, lcore, tasks, polls, "
+                                   "stalls)");
         rte_telemetry_register_cmd("/percore/steals", cmd_steals,
                                    "Steal matrix: row fromS lists tasks each worker took "
                                    "from S; row injector from the global injector");

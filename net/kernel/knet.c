@@ -18,6 +18,7 @@ static void knet_destroy(struct pc_runtime *rt, void *arg);
 static void knet_worker_start(struct pc_worker *w, void *arg);
 static void knet_worker_stop(struct pc_worker *w, void *arg);
 static void knet_worker_stopping(struct pc_worker *w, void *arg);
+static void knet_metrics(struct pc_runtime *rt, struct pc__prom *p, void *arg);
 
 struct knet *pc__knet_get(struct pc_runtime *rt, bool create)
 {
@@ -53,6 +54,7 @@ struct knet *pc__knet_get(struct pc_runtime *rt, bool create)
         k->module.worker_start = knet_worker_start;
         k->module.worker_stop = knet_worker_stop;
         k->module.worker_stopping = knet_worker_stopping;
+        k->module.metrics = knet_metrics;
         pc__module_add(rt, &k->module);
         return k;
 }
@@ -577,5 +579,50 @@ void pc_knet_stats_print(const struct pc_runtime *rt, FILE *f)
                         s.bytes_in, s.bytes_out, s.backpressure, s.udp_rx, s.udp_tx,
                         s.recv_multishot, s.recv_nobufs, s.writable, s.rings_deferred,
                         s.rings_sleeping, s.read_paused);
+        }
+}
+
+/* Module metrics hook: every worker's counters, as pc_knet_stats() has
+ * them. */
+static void knet_metrics(struct pc_runtime *rt, struct pc__prom *p, void *arg)
+{
+        static const struct {
+                const char *name, *type, *help;
+                size_t off;
+        } fam[] = {
+#define F(n, t, f, h) {"percore_knet_" n, t, h, offsetof(struct pc_knet_stats, f)}
+                F("accepted_total", "counter", accepted,
+                  "TCP connections accepted and served."),
+                F("refused_total", "counter", refused,
+                  "Connections accepted and closed at max_conns."),
+                F("accept_errors_total", "counter", accept_errors, "Accept failures."),
+                F("closed_total", "counter", closed, "TCP connections closed."),
+                F("resets_total", "counter", resets, "TCP connections ended by a reset."),
+                F("connections", "gauge", conns, "TCP connections open."),
+                F("received_bytes_total", "counter", bytes_in,
+                  "TCP payload bytes received."),
+                F("sent_bytes_total", "counter", bytes_out,
+                  "TCP payload bytes the kernel took."),
+                F("backpressure_total", "counter", backpressure,
+                  "Times a connection's reading was paused."),
+                F("send_refused_total", "counter", send_refused,
+                  "pc_conn_send() calls refused with ENOBUFS."),
+                F("udp_received_total", "counter", udp_rx, "UDP datagrams received."),
+                F("udp_sent_total", "counter", udp_tx, "UDP datagrams sent."),
+                F("udp_drops_total", "counter", udp_drops,
+                  "UDP datagrams the kernel refused."),
+#undef F
+        };
+        struct knet *k = arg;
+        struct pc_knet_stats st[PC_MAX_WORKERS];
+
+        for (unsigned w = 0; w < rt->nworkers; w++)
+                read_stats(&k->kw[w]->st, &st[w], false);
+        for (size_t f = 0; f < sizeof(fam) / sizeof(fam[0]); f++) {
+                pc__prom_family(p, fam[f].name, fam[f].type, fam[f].help);
+                for (unsigned w = 0; w < rt->nworkers; w++)
+                        pc__prom_worker_u64(p, fam[f].name, w,
+                                            *(const uint64_t *)((const char *)&st[w] +
+                                                                fam[f].off));
         }
 }

@@ -13,7 +13,8 @@ static const char *const all_vars[] = {
         "PERCORE_STEAL_TIERS",  "PERCORE_REMOTE_STEAL_MIN", "PERCORE_IDLE",
         "PERCORE_IDLE_SPIN_US", "PERCORE_MONITOR_MS",  "PERCORE_SEED",
         "PERCORE_SYSFS_ROOT",   "PERCORE_TOPOLOGY",    "PERCORE_EAL_ARGS",
-        "PERCORE_LOG",          "PERCORE_STATS",
+        "PERCORE_LOG",          "PERCORE_STATS",       "PERCORE_STALL_MS",
+        "PERCORE_METRICS",
 };
 
 static int clear_env(void **state)
@@ -47,6 +48,8 @@ static void test_defaults(void **state)
         assert_null(c.eal_args);
         assert_int_equal(c.log_level, PC_LOG_INFO);
         assert_false(c.stats);
+        assert_int_equal(c.stall_ms, 100);
+        assert_null(c.metrics);
         assert_int_equal(pc_config_validate(&c, NULL, 0), 0);
 }
 
@@ -74,6 +77,8 @@ static void test_env_applies(void **state)
         setenv("PERCORE_EAL_ARGS", "--no-huge -m 512", 1);
         setenv("PERCORE_LOG", "debug", 1);
         setenv("PERCORE_STATS", "1", 1);
+        setenv("PERCORE_STALL_MS", "0", 1);
+        setenv("PERCORE_METRICS", "[::1]:9100", 1);
         assert_int_equal(pc_config_from_env(&c, err, sizeof(err)), 0);
         assert_int_equal(c.mode, PC_MODE_ELASTIC);
         assert_int_equal(c.workers, 7);
@@ -92,6 +97,8 @@ static void test_env_applies(void **state)
         assert_string_equal(c.eal_args, "--no-huge -m 512");
         assert_int_equal(c.log_level, PC_LOG_DEBUG);
         assert_true(c.stats);
+        assert_int_equal(c.stall_ms, 0);
+        assert_string_equal(c.metrics, "[::1]:9100");
         assert_int_equal(pc_config_validate(&c, err, sizeof(err)), 0);
         clear_env(NULL);
 }
@@ -136,6 +143,13 @@ static void test_env_rejects_bad_values(void **state)
                 {"PERCORE_EAL_ARGS", "", "empty"},
                 {"PERCORE_LOG", "verbose", "error, warn, info, debug"},
                 {"PERCORE_STATS", "true", "0, 1"},
+                {"PERCORE_STALL_MS", "10ms", "integer from 0 to 3600000"},
+                {"PERCORE_STALL_MS", "3600001", "integer from 0 to 3600000"},
+                {"PERCORE_STALL_MS", "", "integer"},
+                {"PERCORE_METRICS", "127.0.0.1", "expected ADDR:PORT"},
+                {"PERCORE_METRICS", "localhost:9100", "expected ADDR:PORT"},
+                {"PERCORE_METRICS", "127.0.0.1:99999", "port from 0 to 65535"},
+                {"PERCORE_METRICS", "", "empty"},
         };
 
         (void)state;
@@ -263,6 +277,10 @@ static void test_validate_program_values(void **state)
         pc_config_init(&c);
         c.cpus = "1,x";
         assert_int_equal(pc_config_validate(&c, err, sizeof(err)), -EINVAL);
+        pc_config_init(&c);
+        c.stall_ms = 3600001;
+        assert_int_equal(pc_config_validate(&c, err, sizeof(err)), -EINVAL);
+        assert_non_null(strstr(err, "stall_ms"));
 }
 
 static void test_format_one_line(void **state)
@@ -277,6 +295,8 @@ static void test_format_one_line(void **state)
         assert_non_null(strstr(buf, "mode=tpc"));
         assert_non_null(strstr(buf, "workers=4"));
         assert_non_null(strstr(buf, "idle=adaptive"));
+        assert_non_null(strstr(buf, "stall_ms=100"));
+        assert_non_null(strstr(buf, "metrics=off"));
         assert_null(strchr(buf, '\n'));
         assert_string_equal(pc_mode_name(PC_MODE_ELASTIC), "elastic");
 }

@@ -71,6 +71,7 @@ static void test_counts_by_origin(void **state)
         fclose(f);
         assert_non_null(strstr(buf, "worker"));
         assert_non_null(strstr(buf, "busy%"));
+        assert_non_null(strstr(buf, "stalls"));
         assert_non_null(strstr(buf, "\n1 "));
         pc_runtime_destroy(RT);
 }

@@ -19,7 +19,8 @@ static const char *const vars[] = {
         "PERCORE_STEAL_TIERS",  "PERCORE_REMOTE_STEAL_MIN", "PERCORE_IDLE",
         "PERCORE_IDLE_SPIN_US", "PERCORE_MONITOR_MS",       "PERCORE_SEED",
         "PERCORE_SYSFS_ROOT",   "PERCORE_TOPOLOGY",         "PERCORE_EAL_ARGS",
-        "PERCORE_LOG",          "PERCORE_STATS",
+        "PERCORE_LOG",          "PERCORE_STATS",            "PERCORE_STALL_MS",
+        "PERCORE_METRICS",
 };
 #define NVARS (sizeof(vars) / sizeof(vars[0]))
 
