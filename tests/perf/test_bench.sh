@@ -108,7 +108,11 @@ for r in doc.get("records", []):
     rows.setdefault((r["case"], r["metric"], r["workers"]), {})[r["mode"]] = r
 
 modes = {mode for row in rows.values() for mode in row}
-ours = {x for x in modes if not x.startswith("peer:")}
+def is_peer(x):
+    """A peer, or a baseline (percore in its usual style): ratios' right side."""
+    return x.startswith("peer:") or x.startswith("base:")
+
+ours = {x for x in modes if not is_peer(x)}
 peers = modes - ours
 if not ours:
     bad.append("no percore records")
@@ -130,9 +134,9 @@ for x in ratios:
         bad.append(f"ratio keys {sorted(x)}")
         continue
     row = rows.get((x["case"], x["metric"], x["workers"]), {})
-    if x["suite"] != suite or x["side"].startswith("peer:") or x["side"] not in row:
+    if x["suite"] != suite or is_peer(x["side"]) or x["side"] not in row:
         bad.append(f"ratio side is no percore record of its row: {x}")
-    if not x["peer"].startswith("peer:") or x["peer"] not in row:
+    if not is_peer(x["peer"]) or x["peer"] not in row:
         bad.append(f"ratio peer is no peer record of its row: {x}")
     if not (num(x["value"]) and x["value"] > 0):
         bad.append(f"ratio not a positive number: {x}")
@@ -151,7 +155,7 @@ for x in ratios:
 for (case, metric, workers), row in rows.items():
     for s, rs in row.items():
         for p, rp in row.items():
-            if s.startswith("peer:") or not p.startswith("peer:"):
+            if is_peer(s) or not is_peer(p):
                 continue
             if rs["min"] > 0 and rp["min"] > 0 and \
                     (case, metric, workers, s, p) not in paired:
