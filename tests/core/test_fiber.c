@@ -346,12 +346,19 @@ static void alone_main(void *arg)
 
 static void run_alone(unsigned workers)
 {
+        struct pc_config cfg;
+
         memset(&L, 0, sizeof(L));
         L.want_injected = workers == 1;
         L.want_sent = workers > 1;
-        run_on(workers, alone_main, NULL);
+        pc_test_config(&cfg, workers);
+        assert_int_equal(pc_runtime_create(&cfg, &RT), 0);
+        assert_int_equal(pc_runtime_run(RT, alone_main, NULL), 0);
+        /* The injector may still be on its way out of pc_runtime_inject(). */
         if (L.th_started)
                 pthread_join(L.th, NULL);
+        pc_runtime_destroy(RT);
+        RT = NULL;
         assert_true(L.th_started || !L.want_injected);
         assert_true(L.polled);
         assert_true(L.timed);
