@@ -8,6 +8,8 @@
  *
  *   mode  bit 0: the segments go to an established connection (else to the
  *                listener, from varying ports)
+ *         bit 6: (without bit 0) the engine first connects to the peer, so
+ *                the segments meet SYN-SENT
  *         bit 1: a 4 KiB receive window (window edges, zero windows)
  *         bit 2: the application starts paused (held data)
  *         bit 3: no window scaling offered
@@ -16,7 +18,10 @@
  *   ctl   bit 0: fix the checksum
  *         bit 1: rebase: the connection's ports, and sequence and ACK
  *                fields taken as offsets from the first sequence numbers
- *                of the connection (the peer's data, ours)
+ *                of the connection (the peer's data, ours); to the
+ *                listener, the ACK field as an offset from the last ISS
+ *                the engine sent (so offset 1 completes a handshake, SYN
+ *                cookie included); in SYN-SENT, from our ISS
  *         bits 2-3: then advance the clock 0, 1 ms, 300 ms or 30 s (and run
  *                the timers)
  *         bit 4: flush after it
@@ -50,6 +55,7 @@
 #define US 0x0a000002u
 #define PEER_PORT 5555
 #define PORT 80
+#define CLIENT_PORT 6000
 
 struct fz {
         struct pc_tcpe *e;
@@ -85,11 +91,9 @@ static int emit(void *ctx, const struct pc_tcp_frame *f)
         CHECK(pc_ipv4_parse(buf, n, &p) == PC_PKT_OK);
         CHECK(p.ip_proto == PC_IPPROTO_TCP && p.ip_src == US && p.ip_dst == f->daddr);
         CHECK(pc_tcp_parse(p.ip_src, p.ip_dst, buf + p.l4_off, p.l4_len, &s) == PC_TCP_OK);
-        if (s.dport == PEER_PORT) {
-                fz.last_seq = s.seq;
-                fz.last_ack = s.ack;
-                fz.last_flags = s.flags;
-        }
+        fz.last_seq = s.seq;
+        fz.last_ack = s.ack;
+        fz.last_flags = s.flags;
         return 0;
 }
 
@@ -99,7 +103,7 @@ static void on_accept(struct pc_tcb *c, void *arg)
 
         (void)arg;
         pc_tcb_info(c, &i);
-        if (i.rport == PEER_PORT && fz.conn == NULL) {
+        if ((i.rport == PEER_PORT || i.lport == CLIENT_PORT) && fz.conn == NULL) {
                 fz.conn = c;
                 if (fz.paused)
                         pc_tcb_pause(c, true);
@@ -154,6 +158,27 @@ static void check(const struct pc_tcpe_config *cfg)
                 pc_tcb_info(fz.conn, &i);
                 CHECK(i.held <= cfg->rcv_cap && i.buffered <= cfg->snd_cap);
         }
+}
+
+/* Ports and sequence numbers of segment @b made to fit (ctl bit 1). */
+static void rebase(uint8_t *b, uint8_t mode)
+{
+        uint16_t sp = PEER_PORT, dp = PORT;
+        uint32_t seq_base = fz.rcv_base, ack_base = fz.snd_base;
+
+        if (!(mode & 1) && (mode & 64)) {
+                sp = PORT;
+                dp = CLIENT_PORT;
+                seq_base = 0;
+        } else if (!(mode & 1)) {
+                sp = (uint16_t)(PEER_PORT + b[0]);
+                seq_base = 0;
+                ack_base = fz.last_seq;
+        }
+        b[0] = (uint8_t)(sp >> 8), b[1] = (uint8_t)sp;
+        b[2] = (uint8_t)(dp >> 8), b[3] = (uint8_t)dp;
+        wr32(b + 4, rd32(b + 4) + seq_base);
+        wr32(b + 8, rd32(b + 8) + ack_base);
 }
 
 static void app_call(const uint8_t *b, size_t n)
@@ -249,8 +274,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fz.now = 1000000000ull;
         CHECK(pc_tcpe_create(&cfg, &ops, NULL, &fz.e) == 0);
         CHECK(pc_tcpe_listen(fz.e, US, PORT, &cb, NULL) == 0);
-        if (mode & 1)
+        if (mode & 1) {
                 handshake();
+        } else if (mode & 64) {
+                /* Our SYN to the peer's port 80. */
+                CHECK(pc_tcpe_connect(fz.e, US, CLIENT_PORT, PEER, PORT, &cb, NULL, fz.now,
+                                      &fz.conn) == 0);
+                pc_tcpe_flush(fz.e, fz.now);
+                CHECK(fz.last_flags == PC_TCP_SYN);
+                fz.snd_base = fz.last_seq;
+        }
         check(&cfg);
 
         seg = malloc(65536);
@@ -272,14 +305,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                         CHECK(b != NULL);
                         memcpy(b, seg, len);
                         if (len >= PC_TCP_HLEN) {
-                                if (ctl & 2) {
-                                        uint16_t sp = (mode & 1) ? PEER_PORT
-                                                                 : (uint16_t)(PEER_PORT + b[0]);
-                                        b[0] = (uint8_t)(sp >> 8), b[1] = (uint8_t)sp;
-                                        b[2] = 0, b[3] = PORT;
-                                        wr32(b + 4, rd32(b + 4) + fz.rcv_base);
-                                        wr32(b + 8, rd32(b + 8) + fz.snd_base);
-                                }
+                                if (ctl & 2)
+                                        rebase(b, mode);
                                 if (ctl & 1) {
                                         uint16_t c;
                                         b[16] = b[17] = 0;

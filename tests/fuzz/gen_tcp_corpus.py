@@ -52,6 +52,30 @@ seeds['listen-syn-ack-rst'] = bytes([0]) + b''.join([
 seeds['listen-flood-cookies'] = bytes([16]) + b''.join(
     rec(FIX | FLUSH, seg(1000 * k, 0, SYN, sport=2000 + k, opts=MSSWS)) for k in range(12)) + \
     rec(FIX | FLUSH, seg(11001, 12345, ACK, sport=2011))
+# Backlog 2: the third SYN gets a cookie, and the ACK at offset 1 from it
+# (with the peer's ISN + 1) completes it; data follows on the connection.
+seeds['listen-cookie-accept'] = bytes([16]) + b''.join([
+    rec(FIX | REBASE | FLUSH, seg(100, 0, SYN, sport=0x0000, opts=MSSWS)),
+    rec(FIX | REBASE | FLUSH, seg(200, 0, SYN, sport=0x0100, opts=MSSWS)),
+    rec(FIX | REBASE | FLUSH, seg(300, 0, SYN, sport=0x0200, opts=MSSWS)),
+    rec(FIX | REBASE | FLUSH, seg(301, 1, ACK | PSH, sport=0x0200, data=b'GET / HTTP/1.0')),
+    rec(FIX | REBASE | FLUSH, seg(101, 1, ACK, sport=0x0000)),
+])
+# Active open (mode 64): the peer answers our SYN, badly, then well.
+seeds['active-open'] = bytes([64]) + b''.join([
+    rec(FIX | REBASE | FLUSH, seg(5000, 9, ACK)),
+    rec(FIX | REBASE | FLUSH, seg(5000, 0, RST)),
+    rec(FIX | REBASE | FLUSH, seg(5000, 1, SYN | ACK, opts=MSSWS)),
+    rec(FIX | REBASE | FLUSH, seg(5001, 1, ACK | PSH, data=b'220 hello')),
+    app(0, b'QUIT'),
+    rec(FIX | REBASE | FLUSH | MS300, seg(5010, 5, ACK | FIN)),
+])
+seeds['active-simultaneous'] = bytes([64]) + b''.join([
+    rec(FIX | REBASE | FLUSH, seg(7000, 0, SYN, opts=MSSWS)),
+    rec(FIX | REBASE | FLUSH, seg(7000, 1, SYN | ACK, opts=MSSWS)),
+    rec(FIX | REBASE | FLUSH | S30, seg(7001, 1, ACK)),
+])
+seeds['active-refused'] = bytes([64]) + rec(FIX | REBASE | FLUSH, seg(0, 1, RST | ACK))
 seeds['listen-bad-options'] = bytes([0]) + b''.join(
     rec(FIX | REBASE | FLUSH, seg(1, 0, SYN, opts=o)) for o in
     [bytes([2, 3, 5, 0]), bytes([8, 0, 0, 0]), bytes([1, 1, 1, 2]), bytes([3, 3, 99, 0]),
