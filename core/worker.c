@@ -41,7 +41,8 @@ int pc__worker_init(struct pc_worker *w, struct pc_runtime *rt, unsigned id, uns
         w->cpu = rt->cpus[id];
         w->inject_countdown = PC_INJECT_EVERY;
         w->rng = splitmix64(rt->cfg.seed ^ ((uint64_t)id << 32)) | 1;
-        w->elastic = rt->policy->stealing && rt->nworkers > 1;
+        w->mode = atomic_load(&rt->mode);
+        w->elastic = w->mode == PC_MODE_ELASTIC && rt->nworkers > 1;
         w->remote_min = rt->cfg.remote_steal_min;
         w->efd = -1;
         w->rq.mask = runq - 1;
@@ -282,6 +283,9 @@ static bool work_pending(struct pc_worker *w)
                 return true;
         if (atomic_load_explicit(&rt->done, memory_order_seq_cst))
                 return true;
+        if (atomic_load_explicit(&rt->mode, memory_order_seq_cst) !=
+            atomic_load_explicit(&w->mode, memory_order_relaxed))
+                return true; /* pc_runtime_set_mode(): apply it first */
         /* Another worker advertises work we may take: pairs with the
          * seq_cst bit set in pc__advertise(), which then reads nsleeping. */
         if (w->elastic && !w->stop_seen && pc__steal_possible(w))
@@ -540,11 +544,15 @@ void pc__worker_loop(struct pc_worker *w)
         for (;;) {
                 unsigned n;
                 uint64_t now;
+                int mode;
 
                 if (unlikely(w->quiet_published)) {
                         atomic_store_explicit(&w->quiet, 0, memory_order_seq_cst);
                         w->quiet_published = false;
                 }
+                mode = atomic_load_explicit(&rt->mode, memory_order_relaxed);
+                if (unlikely(mode != atomic_load_explicit(&w->mode, memory_order_relaxed)))
+                        pc__mode_apply(w, mode);
                 n = drain_inbox(w);
                 n += run_tasks(w);
                 if (w->npollers)
