@@ -452,8 +452,8 @@ void pc__unadvertise(struct pc_worker *w);
 /* Owner, from pc__push_local(), every PC_WAKE_STEP pushes while it
  * advertises: wake a sleeper that can take the backlog. */
 void pc__backlog_wake(struct pc_worker *w);
-/* Owner, at the top of an iteration that found rt->mode changed: start or
- * stop stealing (to tpc, every task it held for thieves comes back to its
+/* Owner, in an iteration that found rt->mode changed: start or stop
+ * stealing (to tpc, every task it held for thieves comes back to its
  * own ring). */
 void pc__mode_apply(struct pc_worker *w, int mode);
 

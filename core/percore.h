@@ -395,8 +395,9 @@ struct pc_policy {
 
 /**
  * Switch a runtime between thread-per-core and elastic mode while it runs
- * (or before). Each worker applies the switch at the top of its next loop
- * iteration (a parked worker is woken for it). To PC_MODE_TPC: thieves
+ * (or before). Each worker applies the switch at the end of its current
+ * loop iteration (an idle one within 16 iterations, as it next reads the
+ * clock; a parked one is woken for it), before it would steal again. To PC_MODE_TPC: thieves
  * stop, and the tasks a worker queued for them stay on that worker, to
  * run there; to PC_MODE_ELASTIC: tasks spawned from then on without
  * PC_STICKY may be stolen, those queued before stay where they are. No

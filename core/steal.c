@@ -9,7 +9,7 @@
  *
  * None of this runs in thread-per-core mode. pc_runtime_set_mode() switches
  * between the two while the runtime runs; each worker applies the switch
- * at the top of its next iteration.
+ * in its loop, before it would steal again.
  */
 #include <errno.h>
 #include <string.h>

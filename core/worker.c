@@ -239,7 +239,8 @@ static unsigned run_tasks(struct pc_worker *w)
                 }
                 run_task(w, t);
         }
-        w->cur_fn = NULL;
+        if (i) /* an idle pass finds it NULL already */
+                w->cur_fn = NULL;
         w->ls.tasks_run += i;
         return i;
 }
@@ -550,9 +551,6 @@ void pc__worker_loop(struct pc_worker *w)
                         atomic_store_explicit(&w->quiet, 0, memory_order_seq_cst);
                         w->quiet_published = false;
                 }
-                mode = atomic_load_explicit(&rt->mode, memory_order_relaxed);
-                if (unlikely(mode != atomic_load_explicit(&w->mode, memory_order_relaxed)))
-                        pc__mode_apply(w, mode);
                 n = drain_inbox(w);
                 n += run_tasks(w);
                 if (w->npollers)
@@ -561,12 +559,18 @@ void pc__worker_loop(struct pc_worker *w)
                  * PC_IDLE_CLOCK_EVERY-th (an idle spin wants no finer grain:
                  * a timer fires at most that many idle iterations late, and
                  * the spin's length and the busy/idle split barely move),
-                 * so a spinning worker answers a message sooner. */
+                 * so a spinning worker answers a message sooner. It looks
+                 * for a pc_runtime_set_mode() as often, before it would
+                 * steal. */
                 if (n == 0 && w->idle_since && ++w->idle_clock < PC_IDLE_CLOCK_EVERY) {
                         now = w->last_ns;
                 } else {
                         now = pc__now();
                         w->idle_clock = 0;
+                        mode = atomic_load_explicit(&rt->mode, memory_order_relaxed);
+                        if (unlikely(mode !=
+                                     atomic_load_explicit(&w->mode, memory_order_relaxed)))
+                                pc__mode_apply(w, mode);
                 }
                 if (w->tn)
                         n += pc__timers_expire(w, now);
