@@ -160,6 +160,9 @@ struct pc_worker {
         bool stop_seen;
         bool quiet_published;
         bool elastic;    /* elastic mode: stealable queue in use */
+        /* The mode it schedules in (rt->mode as it last looked), stored
+         * when it changes; others read it to see a switch applied. */
+        _Atomic int mode;
         uint64_t remote_min; /* cfg.remote_steal_min, kept hot */
         uint64_t wake_tail;  /* sq.tail at the last pc__backlog_wake() */
         bool sticky_turn; /* alternate sticky and stealable queues */
@@ -340,6 +343,7 @@ struct pc_runtime {
         _Atomic int done;
         _Atomic int running;
         _Atomic int failed; /* a worker thread ended inside its loop: -EOWNERDEAD */
+        _Atomic int mode;   /* PC_MODE_*, pc_runtime_set_mode(); read every iteration */
         struct pc_task main_task;
         struct pc__module *modules; /* in the order they were added */
 
@@ -456,6 +460,10 @@ void pc__unadvertise(struct pc_worker *w);
 /* Owner, from pc__push_local(), every PC_WAKE_STEP pushes while it
  * advertises: wake a sleeper that can take the backlog. */
 void pc__backlog_wake(struct pc_worker *w);
+/* Owner, in an iteration that found rt->mode changed: start or stop
+ * stealing (to tpc, every task it held for thieves comes back to its
+ * own ring). */
+void pc__mode_apply(struct pc_worker *w, int mode);
 
 /* A fiber of @w yields and will itself run the loop's next task (go on
  * in place, or switch to a fiber first in line): whether it may take the

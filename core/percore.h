@@ -393,6 +393,28 @@ struct pc_policy {
         void *ctx;
 };
 
+/**
+ * Switch a runtime between thread-per-core and elastic mode while it runs
+ * (or before). Each worker applies the switch at the end of its current
+ * loop iteration (an idle one within 16 iterations, as it next reads the
+ * clock; a parked one is woken for it), before it would steal again. To PC_MODE_TPC: thieves
+ * stop, and the tasks a worker queued for them stay on that worker, to
+ * run there; to PC_MODE_ELASTIC: tasks spawned from then on without
+ * PC_STICKY may be stolen, those queued before stay where they are. No
+ * task is lost or run twice either way. This overrides the `stealing` of
+ * a policy given in pc_config.policy; its callbacks still apply.
+ * Errors: -EINVAL (NULL, or @mode neither PC_MODE_TPC nor
+ * PC_MODE_ELASTIC), -ENOTSUP for a deterministic runtime. Any thread.
+ */
+int pc_runtime_set_mode(struct pc_runtime *rt, enum pc_mode mode);
+
+/**
+ * The mode asked for last: the configuration's (PC_MODE_ELASTIC for a
+ * policy that steals), or pc_runtime_set_mode()'s. PC_MODE_TPC for NULL.
+ * Any thread.
+ */
+enum pc_mode pc_runtime_mode(const struct pc_runtime *rt);
+
 /** The policy a built-in mode is made of. Any thread; static storage. */
 const struct pc_policy *pc_policy_builtin(enum pc_mode mode);
 

@@ -252,12 +252,13 @@ static void steal_family(struct pc_runtime *rt, struct pc__prom *p)
 static void runtime_families(struct pc_runtime *rt, struct pc__prom *p)
 {
         struct pc_runtime_stats rs;
-        const char *l[] = {"mode", pc_mode_name(rt->cfg.mode)};
+        const char *l[] = {"mode", pc_mode_name(pc_runtime_mode(rt))};
 
         pc__prom_family(p, "percore_workers", "gauge", "Workers of the runtime.");
         pc__prom_u64(p, "percore_workers", NULL, 0, rt->nworkers);
         pc__prom_family(p, "percore_mode", "gauge",
-                        "1 for the mode the runtime schedules in.");
+                        "1 for the mode the runtime schedules in (pc_runtime_set_mode() "
+                        "switches it).");
         pc__prom_u64(p, "percore_mode", l, 1, 1);
         if (pc_stats_runtime(rt, &rs))
                 return;

@@ -378,6 +378,13 @@ int pc_runtime_create(const struct pc_config *cfg, struct pc_runtime **out)
         }
         pc__log_set_level(rt->cfg.log_level);
         rt->policy = rt->cfg.policy ? rt->cfg.policy : pc_policy_builtin(rt->cfg.mode);
+        /* A policy of the program's own steals if it says so. */
+        if (rt->policy->stealing)
+                atomic_store(&rt->mode, PC_MODE_ELASTIC);
+        else if (rt->cfg.mode == PC_MODE_DETERMINISTIC)
+                atomic_store(&rt->mode, PC_MODE_DETERMINISTIC);
+        else
+                atomic_store(&rt->mode, PC_MODE_TPC);
 
         rt->cpus_str = dup_or_null(rt->cfg.cpus);
         rt->sysfs_root_str = dup_or_null(rt->cfg.sysfs_root);

@@ -7,8 +7,11 @@
  * queue, at most PERCORE_STEAL_BATCH tasks, in one CAS. A remote tier is
  * used only when the victim's backlog reaches PERCORE_REMOTE_STEAL_MIN.
  *
- * None of this runs in thread-per-core mode.
+ * None of this runs in thread-per-core mode. pc_runtime_set_mode() switches
+ * between the two while the runtime runs; each worker applies the switch
+ * in its loop, before it would steal again.
  */
+#include <errno.h>
 #include <string.h>
 
 #include "pc_core_pvt.h"
@@ -280,4 +283,58 @@ struct pc_task *pc__steal(struct pc_worker *w)
         t = search(w);
         atomic_fetch_sub_explicit(&rt->searching, 1, memory_order_seq_cst);
         return t;
+}
+
+/* ---- switching mode ----------------------------------------------------------- */
+
+int pc_runtime_set_mode(struct pc_runtime *rt, enum pc_mode mode)
+{
+        if (rt == NULL || (mode != PC_MODE_TPC && mode != PC_MODE_ELASTIC))
+                return -EINVAL;
+        if (atomic_load(&rt->mode) == PC_MODE_DETERMINISTIC)
+                return -ENOTSUP;
+        /* Seq_cst, as a producer's work: a worker about to park reads it
+         * after raising its sleeping flag (work_pending()), or is woken. */
+        atomic_store_explicit(&rt->mode, (int)mode, memory_order_seq_cst);
+        for (unsigned i = 0; i < rt->nworkers; i++)
+                pc__wake(rt->workers[i]);
+        return 0;
+}
+
+enum pc_mode pc_runtime_mode(const struct pc_runtime *rt)
+{
+        return rt ? (enum pc_mode)atomic_load_explicit(&rt->mode, memory_order_relaxed)
+                  : PC_MODE_TPC;
+}
+
+void pc__mode_apply(struct pc_worker *w, int mode)
+{
+        bool elastic = mode == PC_MODE_ELASTIC && w->rt->nworkers > 1;
+        struct pc_task *buf[PC_OWNER_BATCH];
+        unsigned n;
+
+        if (w->elastic && !elastic) {
+                /* Tasks stay on the worker that queued them: the ones it
+                 * claimed, then its stealable ring's, oldest first, go to
+                 * its own ring. Thieves still reaching into the ring take
+                 * a task or leave it, never both. */
+                pc__unadvertise(w);
+                while (w->batch_i < w->batch_n)
+                        pc__runq_push(&w->rq, w->batch[w->batch_i++]);
+                w->batch_i = w->batch_n = 0;
+                while ((n = pc__stealq_pop_batch(&w->sq, buf, PC_OWNER_BATCH)) > 0)
+                        for (unsigned i = 0; i < n; i++)
+                                pc__runq_push(&w->rq, buf[i]);
+                /* The counters stop being published with the mode. */
+                atomic_store_explicit(&w->stats.stolen, w->ls.stolen,
+                                      memory_order_relaxed);
+                atomic_store_explicit(&w->stats.steal_attempts, w->ls.steal_attempts,
+                                      memory_order_relaxed);
+                atomic_store_explicit(&w->stats.steal_failures, w->ls.steal_failures,
+                                      memory_order_relaxed);
+                atomic_store_explicit(&w->stats.searches, w->ls.searches,
+                                      memory_order_relaxed);
+        }
+        w->elastic = elastic;
+        atomic_store_explicit(&w->mode, mode, memory_order_release);
 }

@@ -41,7 +41,8 @@ int pc__worker_init(struct pc_worker *w, struct pc_runtime *rt, unsigned id, uns
         w->cpu = rt->cpus[id];
         w->inject_countdown = PC_INJECT_EVERY;
         w->rng = splitmix64(rt->cfg.seed ^ ((uint64_t)id << 32)) | 1;
-        w->elastic = rt->policy->stealing && rt->nworkers > 1;
+        w->mode = atomic_load(&rt->mode);
+        w->elastic = w->mode == PC_MODE_ELASTIC && rt->nworkers > 1;
         w->remote_min = rt->cfg.remote_steal_min;
         w->efd = -1;
         w->rq.mask = runq - 1;
@@ -242,7 +243,8 @@ static unsigned run_tasks(struct pc_worker *w)
                 i = PC_TASK_BUDGET - 1 - w->budget_left;
         }
         w->budget_left = 0;
-        w->cur_fn = NULL;
+        if (i) /* an idle pass finds it NULL already */
+                w->cur_fn = NULL;
         w->ls.tasks_run += i;
         return i;
 }
@@ -308,6 +310,9 @@ static bool work_pending(struct pc_worker *w)
                 return true;
         if (atomic_load_explicit(&rt->done, memory_order_seq_cst))
                 return true;
+        if (atomic_load_explicit(&rt->mode, memory_order_seq_cst) !=
+            atomic_load_explicit(&w->mode, memory_order_relaxed))
+                return true; /* pc_runtime_set_mode(): apply it first */
         /* Another worker advertises work we may take: pairs with the
          * seq_cst bit set in pc__advertise(), which then reads nsleeping. */
         if (w->elastic && !w->stop_seen && pc__steal_possible(w))
@@ -569,6 +574,7 @@ void pc__worker_loop(struct pc_worker *w)
         for (;;) {
                 unsigned n;
                 uint64_t now;
+                int mode;
 
                 if (unlikely(w->quiet_published)) {
                         atomic_store_explicit(&w->quiet, 0, memory_order_seq_cst);
@@ -582,12 +588,18 @@ void pc__worker_loop(struct pc_worker *w)
                  * PC_IDLE_CLOCK_EVERY-th (an idle spin wants no finer grain:
                  * a timer fires at most that many idle iterations late, and
                  * the spin's length and the busy/idle split barely move),
-                 * so a spinning worker answers a message sooner. */
+                 * so a spinning worker answers a message sooner. It looks
+                 * for a pc_runtime_set_mode() as often, before it would
+                 * steal. */
                 if (n == 0 && w->idle_since && ++w->idle_clock < PC_IDLE_CLOCK_EVERY) {
                         now = w->last_ns;
                 } else {
                         now = pc__now();
                         w->idle_clock = 0;
+                        mode = atomic_load_explicit(&rt->mode, memory_order_relaxed);
+                        if (unlikely(mode !=
+                                     atomic_load_explicit(&w->mode, memory_order_relaxed)))
+                                pc__mode_apply(w, mode);
                 }
                 if (w->tn)
                         n += pc__timers_expire(w, now);

@@ -6,6 +6,7 @@
  *                      stalls)
  *   /percore/steals    the steal matrix, one row per source
  *   /percore/config    the effective configuration
+ *   /percore/mode      the scheduling mode; with tpc or elastic, switch to it
  * DPDK 22.11's callbacks take no argument and cannot be unregistered, so
  * they read the one runtime that owns the EAL through a static pointer,
  * cleared at destroy (a request then gets an error).
@@ -13,6 +14,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <rte_telemetry.h>
 
@@ -164,7 +166,7 @@ static int cmd_config(const char *cmd, const char *params, struct rte_tel_data *
                 return -ENODEV;
         c = pc_runtime_config(rt);
         rte_tel_data_start_dict(d);
-        rte_tel_data_add_dict_string(d, "mode", pc_mode_name(c->mode));
+        rte_tel_data_add_dict_string(d, "mode", pc_mode_name(pc_runtime_mode(rt)));
         rte_tel_data_add_dict_u64(d, "workers", pc_runtime_workers(rt));
         rte_tel_data_add_dict_int(d, "pin", c->pin);
         rte_tel_data_add_dict_string(d, "eal_args", c->eal_args ? c->eal_args : "");
@@ -173,6 +175,30 @@ static int cmd_config(const char *cmd, const char *params, struct rte_tel_data *
          * longer. */
         line[RTE_TEL_MAX_STRING_LEN - 1] = '\0';
         rte_tel_data_add_dict_string(d, "line", line);
+        return 0;
+}
+
+/* Read the mode, or with a parameter ("tpc", "elastic") switch to it. */
+static int cmd_mode(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+        struct pc_runtime *rt = current();
+        int rc;
+
+        (void)cmd;
+        if (rt == NULL)
+                return -ENODEV;
+        if (params && *params) {
+                if (strcmp(params, "tpc") == 0)
+                        rc = pc_runtime_set_mode(rt, PC_MODE_TPC);
+                else if (strcmp(params, "elastic") == 0)
+                        rc = pc_runtime_set_mode(rt, PC_MODE_ELASTIC);
+                else
+                        rc = -EINVAL;
+                if (rc)
+                        return rc;
+        }
+        rte_tel_data_start_dict(d);
+        rte_tel_data_add_dict_string(d, "mode", pc_mode_name(pc_runtime_mode(rt)));
         return 0;
 }
 
@@ -193,6 +219,9 @@ void pc__telemetry_register(struct pc_runtime *rt)
                                    "from S; row injector from the global injector");
         rte_telemetry_register_cmd("/percore/config", cmd_config,
                                    "The runtime's effective configuration");
+        rte_telemetry_register_cmd("/percore/mode", cmd_mode,
+                                   "Scheduling mode. Parameters: none to read it, tpc or "
+                                   "elastic to switch to it");
 }
 
 void pc__telemetry_unregister(struct pc_runtime *rt)

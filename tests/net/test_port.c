@@ -458,6 +458,18 @@ static void test_telemetry(void **state)
         assert_non_null(strstr(buf, "\"from3\":["));
         assert_int_equal(tel_query(fd, "/percore/config", buf, sizeof(buf)), 0);
         assert_non_null(strstr(buf, "\"mode\":\"tpc\",\"workers\":4"));
+        /* The mode: read, switched, refused a bad one, switched back. */
+        assert_int_equal(tel_query(fd, "/percore/mode", buf, sizeof(buf)), 0);
+        assert_string_equal(buf, "{\"/percore/mode\":{\"mode\":\"tpc\"}}");
+        assert_int_equal(tel_query(fd, "/percore/mode,elastic", buf, sizeof(buf)), 0);
+        assert_string_equal(buf, "{\"/percore/mode\":{\"mode\":\"elastic\"}}");
+        assert_int_equal(pc_runtime_mode(RT), PC_MODE_ELASTIC);
+        assert_int_equal(tel_query(fd, "/percore/mode,fast", buf, sizeof(buf)), 0);
+        assert_null(strstr(buf, "\"mode\":"));
+        assert_int_equal(pc_runtime_mode(RT), PC_MODE_ELASTIC);
+        assert_int_equal(tel_query(fd, "/percore/mode,tpc", buf, sizeof(buf)), 0);
+        assert_string_equal(buf, "{\"/percore/mode\":{\"mode\":\"tpc\"}}");
+        assert_int_equal(pc_runtime_mode(RT), PC_MODE_TPC);
         close(fd);
 }
 
