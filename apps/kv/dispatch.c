@@ -270,7 +270,7 @@ static void *op_run(void *arg)
         struct op *o = arg;
 
         kv_shard_hold();
-        kv_exec(kv_stores[pc_worker_id()], &o->req, NULL, 0, &o->out);
+        kv_run(kv_stores[pc_worker_id()], &o->req, NULL, 0, &o->out);
         return o;
 }
 
@@ -335,7 +335,7 @@ static void dispatch_get(struct kv_sink *k, const struct kv_req *r)
                 kv_shard_hold();
                 pos = 0;
                 while (kv_req_next_key(r, &pos, &key, &kn))
-                        kv_exec(kv_stores[me], r, key, kn, &k->out);
+                        kv_run(kv_stores[me], r, key, kn, &k->out);
                 if (ascii)
                         buf_add(&k->out, "END\r\n", 5);
                 return;
@@ -350,10 +350,10 @@ static void dispatch_get(struct kv_sink *k, const struct kv_req *r)
 
                 if (owner == me) {
                         kv_shard_hold();
-                        kv_exec(kv_stores[me], r, key, kn, &pd->parts[i]);
+                        kv_run(kv_stores[me], r, key, kn, &pd->parts[i]);
                         pd->waiting--;
                 } else if (shard_borrow(me, owner)) {
-                        kv_exec(kv_stores[owner], r, key, kn, &pd->parts[i]);
+                        kv_run(kv_stores[owner], r, key, kn, &pd->parts[i]);
                         shard_return(owner);
                         pd->waiting--;
                 } else {
@@ -376,7 +376,7 @@ static void dispatch_one(struct kv_sink *k, const struct kv_req *r)
                 if (owner == me)
                         kv_shard_hold();
                 if (b)
-                        kv_exec(kv_stores[owner], r, NULL, 0, b);
+                        kv_run(kv_stores[owner], r, NULL, 0, b);
                 if (owner != me)
                         shard_return(owner);
                 return;

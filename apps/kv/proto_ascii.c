@@ -471,3 +471,92 @@ enum kv_parse_rc kv_parse(struct kv_parser *p, const char *buf, size_t len, stru
         req->data = buf + total;
         return KV_PARSE_OK;
 }
+
+/* ---- replies ------------------------------------------------------------------------ */
+
+static const char *const outcome_lines[] = {
+        [KV_STORED] = "STORED\r\n",
+        [KV_NOT_STORED] = "NOT_STORED\r\n",
+        [KV_EXISTS] = "EXISTS\r\n",
+        [KV_NOT_FOUND] = "NOT_FOUND\r\n",
+        [KV_DELETED] = "DELETED\r\n",
+        [KV_TOUCHED] = "TOUCHED\r\n",
+        [KV_NON_NUMERIC] = "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n",
+        [KV_NO_MEMORY] = "SERVER_ERROR out of memory storing object\r\n",
+        [KV_TOO_LARGE] = KV_ERR_TOO_LARGE,
+};
+
+/* "VALUE <key> <flags> <bytes>[ <cas>]\r\n<data>\r\n", built by hand: this
+ * is the hottest reply. */
+static void value_block(const struct kv_req *r, const char *key, size_t klen,
+                        const struct kv_item *it, struct buf *out)
+{
+        char hdr[KV_KEY_MAX + 80]; /* 6 + key + 3 spaces + 3 numbers + \r\n */
+        int n;
+
+        memcpy(hdr, "VALUE ", 6);
+        memcpy(hdr + 6, key, klen);
+        n = 6 + (int)klen;
+        hdr[n++] = ' ';
+        n += kv_fmt_u64(hdr + n, it->flags);
+        hdr[n++] = ' ';
+        n += kv_fmt_u64(hdr + n, it->vlen);
+        if (r->cmd == KV_GETS || r->cmd == KV_GATS) {
+                hdr[n++] = ' ';
+                n += kv_fmt_u64(hdr + n, it->cas);
+        }
+        hdr[n++] = '\r';
+        hdr[n++] = '\n';
+        buf_add(out, hdr, (size_t)n);
+        buf_add(out, kv_item_value(it), it->vlen);
+        buf_add(out, "\r\n", 2);
+}
+
+void kv_ascii_reply(const struct kv_req *r, const char *key, size_t klen,
+                    const struct kv_result *res, struct buf *out)
+{
+        char num[24];
+        int n;
+
+        switch (r->cmd) {
+        case KV_GET:
+        case KV_GETS:
+        case KV_GAT:
+        case KV_GATS:
+                if (res->it)
+                        value_block(r, key, klen, res->it, out);
+                return;
+        case KV_VERSION:
+                buf_str(out, "VERSION " KV_VERSION_STRING "\r\n");
+                return;
+        case KV_QUIT:
+                return;
+        case KV_VERBOSITY:
+        case KV_FLUSH_ALL:
+                if (!r->noreply)
+                        buf_str(out, "OK\r\n");
+                return;
+        default:
+                break;
+        }
+        /* noreply silences every outcome but a non-numeric incr. */
+        if (r->noreply && res->rc != KV_NON_NUMERIC)
+                return;
+        if (res->rc == KV_OK) { /* incr, decr */
+                n = kv_fmt_u64(num, res->number);
+                num[n++] = '\r';
+                num[n++] = '\n';
+                buf_add(out, num, (size_t)n);
+                return;
+        }
+        buf_str(out, outcome_lines[res->rc]);
+}
+
+void kv_ascii_stat(const char *name, const char *val, size_t vlen, struct buf *out)
+{
+        buf_str(out, "STAT ");
+        buf_str(out, name);
+        buf_add(out, " ", 1);
+        buf_add(out, val, vlen);
+        buf_add(out, "\r\n", 2);
+}

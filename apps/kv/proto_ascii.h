@@ -21,6 +21,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "result.h"
+
+/** What "version" answers (and "stats" calls version). */
+#define KV_VERSION_STRING "1.6.0-pc-kv"
 /** Longest key memcached accepts (ASCII and binary). */
 #define KV_KEY_MAX 250
 /** Longest command line (a multi-get's keys included), "\r\n" excluded.
@@ -102,7 +106,8 @@ struct kv_req {
         uint8_t base_cmd; /**< binary KV_CAS: the enum kv_cmd sent (set/add/replace) */
         bool quiet;       /**< quiet variant: no reply on success (get family: on a miss) */
         bool want_key;    /**< getk, getkq, gatk, gatkq: the reply carries the key */
-        bool no_create;   /**< incr/decr with expiration 0xffffffff: a missing key is NOT_FOUND */
+        bool vivify;      /**< incr/decr: a missing key is created with @initial (binary,
+                               unless the expiration is 0xffffffff) */
         uint32_t opaque;  /**< echoed in the reply */
         uint64_t initial; /**< incr/decr: the value stored when the key is missing */
         uint32_t level;   /**< verbosity */
@@ -160,5 +165,20 @@ static inline int kv_fmt_u64(char *p, uint64_t v)
 
 /** The command's name, as sent ("get", "flush_all", ...). */
 const char *kv_cmd_name(enum kv_cmd cmd);
+
+/* ---- replies ------------------------------------------------------------------------ */
+
+/**
+ * Write the ASCII reply to @r from @res into @out: the VALUE block of one
+ * key (@key) of a get-family request (a miss writes nothing; "END" after
+ * the last key is the caller's), a write's outcome line, an incr result,
+ * "OK" or "VERSION ..." for the commands done without a store. A noreply
+ * request writes nothing, except a non-numeric incr's error.
+ */
+void kv_ascii_reply(const struct kv_req *r, const char *key, size_t klen,
+                    const struct kv_result *res, struct buf *out);
+
+/** One "STAT <name> <value>" line of a stats reply. */
+void kv_ascii_stat(const char *name, const char *val, size_t vlen, struct buf *out);
 
 #endif

@@ -384,7 +384,7 @@ uint64_t kv_store_last_cas(const struct kv_store *s)
 }
 
 enum kv_store_rc kv_store_touch(struct kv_store *s, const char *key, size_t klen,
-                                int64_t exptime)
+                                int64_t exptime, const struct kv_item **out)
 {
         int64_t now = kv_store_now(s);
         struct kv_item *it = find(s, key, klen, now);
@@ -397,6 +397,8 @@ enum kv_store_rc kv_store_touch(struct kv_store *s, const char *key, size_t klen
         s->st.touch_hits++;
         it->exptime = abs_exptime(exptime, now);
         bump(s, it);
+        if (out)
+                *out = it;
         return KV_TOUCHED;
 }
 

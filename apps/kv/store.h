@@ -51,8 +51,9 @@ struct kv_store_stats {
         uint64_t curr_items, bytes, limit_maxbytes;
 };
 
-/** What a write did. */
+/** What a command did. */
 enum kv_store_rc {
+        KV_OK,        /**< a read hit, or a command with nothing else to say */
         KV_STORED,
         KV_NOT_STORED,
         KV_EXISTS,    /**< cas: the unique value changed */
@@ -61,6 +62,7 @@ enum kv_store_rc {
         KV_TOUCHED,
         KV_NON_NUMERIC, /**< incr/decr on a value that is not a number */
         KV_NO_MEMORY,   /**< the item alone exceeds the store's cap */
+        KV_TOO_LARGE,   /**< refused before the store: the value is over the item maximum */
 };
 
 typedef int64_t (*kv_clock_fn)(void *arg);
@@ -104,8 +106,12 @@ const struct kv_item *kv_store_peek(struct kv_store *s, const char *key, size_t 
 /** The cas unique value given by the last successful write (what the
  *  binary protocol returns in a write's reply). */
 uint64_t kv_store_last_cas(const struct kv_store *s);
+
+/** touch: a new @exptime for the live item; KV_TOUCHED (and the item in
+ *  *@it when @it is not NULL, even when the new time has already passed),
+ *  or KV_NOT_FOUND. */
 enum kv_store_rc kv_store_touch(struct kv_store *s, const char *key, size_t klen,
-                                int64_t exptime);
+                                int64_t exptime, const struct kv_item **it);
 
 /** incr (@incr true) or decr by @delta; *@result gets the new value.
  *  incr wraps at 2^64, decr stops at 0, as memcached. */

@@ -226,7 +226,7 @@ static void test_delete_arith(void **state)
         assert_true(r.delta == UINT64_MAX);
         assert_true(r.initial == 42);
         assert_int_equal(r.exptime, 100);
-        assert_false(r.no_create);
+        assert_true(r.vivify);
         assert_false(r.quiet);
         expect_ok((struct frame){.op = KV_BIN_OP_INCRQ, .ext = ext, .extlen = 20, .key = "n"},
                   KV_INCR, &r);
@@ -234,10 +234,10 @@ static void test_delete_arith(void **state)
         be(ext + 16, 0xffffffff, 4);
         expect_ok((struct frame){.op = KV_BIN_OP_DECR, .ext = ext, .extlen = 20, .key = "n"},
                   KV_DECR, &r);
-        assert_true(r.no_create);
+        assert_false(r.vivify);
         expect_ok((struct frame){.op = KV_BIN_OP_DECRQ, .ext = ext, .extlen = 20, .key = "n"},
                   KV_DECR, &r);
-        assert_true(r.quiet && r.no_create);
+        assert_true(r.quiet && !r.vivify);
 }
 
 static void test_other_commands(void **state)

@@ -61,8 +61,8 @@ static void test_commands(void **state)
         assert_int_equal(set(s, KV_APPEND, "zz", "x", 0, 0), KV_NOT_STORED);
         assert_int_equal(kv_store_delete(s, "b", 1, 0), KV_DELETED);
         assert_int_equal(kv_store_delete(s, "b", 1, 0), KV_NOT_FOUND);
-        assert_int_equal(kv_store_touch(s, "a", 1, 10), KV_TOUCHED);
-        assert_int_equal(kv_store_touch(s, "b", 1, 10), KV_NOT_FOUND);
+        assert_int_equal(kv_store_touch(s, "a", 1, 10, NULL), KV_TOUCHED);
+        assert_int_equal(kv_store_touch(s, "b", 1, 10, NULL), KV_NOT_FOUND);
         kv_store_stats(s, &st);
         assert_int_equal(st.curr_items, 1);
         assert_int_equal(st.bytes, kv_store_item_size(1, 1));
@@ -98,7 +98,7 @@ static void test_cas(void **state)
         assert_int_equal(set(s, KV_CAS, "k", "v3", 0, c1), KV_EXISTS);
         assert_true(has(s, "k", "v2"));
         /* Any write changes the unique value, a touch does not. */
-        assert_int_equal(kv_store_touch(s, "k", 1, 100), KV_TOUCHED);
+        assert_int_equal(kv_store_touch(s, "k", 1, 100, NULL), KV_TOUCHED);
         assert_int_equal(kv_store_get(s, "k", 1)->cas, c2);
         set(s, KV_APPEND, "k", "!", 0, 0);
         assert_int_equal(set(s, KV_CAS, "k", "v4", 0, c2), KV_EXISTS);
@@ -178,7 +178,7 @@ static void test_expiry(void **state)
         assert_int_equal(set(s, KV_ADD, "t", "2", 0, 0), KV_STORED);
         /* touch and gat move the expiry. */
         set(s, KV_SET, "g", "v", 5, 0);
-        assert_int_equal(kv_store_touch(s, "g", 1, 100), KV_TOUCHED);
+        assert_int_equal(kv_store_touch(s, "g", 1, 100, NULL), KV_TOUCHED);
         fake_now += 50;
         assert_non_null(kv_store_gat(s, "g", 1, 2));
         fake_now += 2;
