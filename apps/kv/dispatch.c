@@ -255,7 +255,8 @@ void kv_shard_lend_start(void)
 
 /* ---- one key on its owner ------------------------------------------------------------ */
 
-/* A request travelling to its key's owner, with its own copy of the key and value. */
+/* A request travelling to its key's owner, with its own copy of the key,
+ * the value and a meta opaque. */
 struct op {
         struct kv_sink *k;
         struct pending *pd;
@@ -291,7 +292,7 @@ static void run_remote(struct kv_sink *k, struct pending *pd, unsigned part,
                        const struct kv_req *r, const char *key, size_t klen, unsigned owner)
 {
         size_t dlen = r->too_large ? 0 : r->dlen;
-        struct op *o = malloc(sizeof(*o) + klen + dlen);
+        struct op *o = malloc(sizeof(*o) + klen + dlen + r->mopaque_len);
         struct buf fail = {.oom = true};
 
         if (o == NULL) {
@@ -306,9 +307,13 @@ static void run_remote(struct kv_sink *k, struct pending *pd, unsigned part,
         memcpy(o->bytes, key, klen);
         if (dlen)
                 memcpy(o->bytes + klen, r->data, dlen);
+        /* A meta request's opaque token is echoed in its reply. */
+        if (r->mopaque_len)
+                memcpy(o->bytes + klen + dlen, r->mopaque, r->mopaque_len);
         o->req.key = o->bytes;
         o->req.keylen = klen;
         o->req.data = o->bytes + klen;
+        o->req.mopaque = o->bytes + klen + dlen;
         o->req.keys = NULL;
         if (pc_call(owner, op_run, o, op_done, NULL)) {
                 free(o);
@@ -472,6 +477,7 @@ void kv_dispatch(struct kv_sink *k, const struct kv_req *r)
         case KV_VERBOSITY:
         case KV_QUIT:
         case KV_NOOP:
+        case KV_MN:
                 b = kv_sink_slot(k);
                 if (b)
                         kv_reply_done(r, b);

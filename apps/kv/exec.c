@@ -28,11 +28,12 @@ static void exec_arith(struct kv_store *s, const struct kv_req *r, const char *k
         char num[24];
         int n;
 
-        res->rc = kv_store_arith(s, key, klen, r->cmd == KV_INCR, r->delta, &res->number);
+        res->rc = kv_store_arith(s, key, klen, r->cmd == KV_INCR, r->delta, 0, &res->number,
+                                 NULL);
         if (res->rc == KV_NOT_FOUND && r->vivify) {
                 n = kv_fmt_u64(num, r->initial);
                 res->rc = kv_store_update(s, KV_ADD, key, klen, 0, r->exptime, num, (size_t)n,
-                                          0);
+                                          0, 0);
                 res->number = r->initial;
         }
         if (res->rc == KV_STORED) {
@@ -56,6 +57,10 @@ void kv_exec(struct kv_store *s, const struct kv_req *r, const char *key, size_t
 {
         res->it = NULL;
         res->cas = 0;
+        if (r->proto == KV_PROTO_META) {
+                kv_exec_meta(s, r, res);
+                return;
+        }
         switch (r->cmd) {
         case KV_GET:
         case KV_GETS:
@@ -80,7 +85,7 @@ void kv_exec(struct kv_store *s, const struct kv_req *r, const char *key, size_t
                         return;
                 }
                 res->rc = kv_store_update(s, (int)r->cmd, key, klen, r->flags, r->exptime,
-                                          r->data, r->dlen, r->cas);
+                                          r->data, r->dlen, r->cas, 0);
                 if (res->rc == KV_STORED)
                         res->cas = kv_store_last_cas(s);
                 return;
@@ -94,6 +99,8 @@ void kv_reply(const struct kv_req *r, const char *key, size_t klen, const struct
 {
         if (r->proto == KV_PROTO_BINARY)
                 kv_bin_reply(r, key, klen, res, out);
+        else if (r->proto == KV_PROTO_META)
+                kv_meta_reply(r, res, out);
         else
                 kv_ascii_reply(r, key, klen, res, out);
 }

@@ -26,6 +26,7 @@
 #include "percore.h"
 #include "proto_ascii.h"
 #include "proto_bin.h"
+#include "proto_meta.h"
 #include "store.h"
 
 /* ---- the server's settings and per-worker state ----------------------------------- */
@@ -68,6 +69,9 @@ extern struct kv_wstat kv_wstats[PC_MAX_WORKERS];
 /** Run @r (one key: @key) on @s, its owner's store; what came of it in @res. */
 void kv_exec(struct kv_store *s, const struct kv_req *r, const char *key, size_t klen,
              struct kv_result *res);
+
+/** kv_exec() for a meta command (exec_meta.c). */
+void kv_exec_meta(struct kv_store *s, const struct kv_req *r, struct kv_result *res);
 
 /** Write @r's reply from @res in @r's protocol. */
 void kv_reply(const struct kv_req *r, const char *key, size_t klen, const struct kv_result *res,

@@ -23,7 +23,14 @@ struct kv_result {
         enum kv_store_rc rc;       /**< KV_OK: a hit, a number, a command done */
         const struct kv_item *it;  /**< the item read (get family, binary touch), or NULL */
         uint64_t cas;              /**< a write's new cas unique, 0 when nothing was written */
-        uint64_t number;           /**< incr, decr: the new value */
+        uint64_t number;           /**< incr, decr: the new value; me: the item's size */
+        /* The meta commands' reports (mg's flags, ma's t, me's fields). */
+        int64_t ttl;   /**< t: seconds left as of t's place among the flags, -1 none */
+        int64_t la;    /**< l: seconds since the last access (before this one) */
+        bool fetched;  /**< h: read before this request */
+        bool won;      /**< W: this client won the recache */
+        bool stale;    /**< X: the item is stale */
+        bool win_sent; /**< Z: another client won it already */
 };
 
 #endif

@@ -140,10 +140,12 @@ ask(a, b"set n 0 0 2\r\n10\r\nincr n 5\r\ndecr n 100\r\nincr n 18446744073709551
     b"STORED\r\n15\r\n0\r\n18446744073709551615\r\n1\r\nNOT_FOUND\r\n"
     b"CLIENT_ERROR cannot increment or decrement non-numeric value\r\n"
     b"CLIENT_ERROR invalid numeric delta argument\r\n")
+# A number no longer than the value it replaces is written in place,
+# padded with spaces, as memcached does.
 ask(a, b"touch n 100\r\ntouch nope 1\r\ngat 100 n nope\r\n",
-    b"TOUCHED\r\nNOT_FOUND\r\nVALUE n 0 1\r\n1\r\nEND\r\n")
+    b"TOUCHED\r\nNOT_FOUND\r\nVALUE n 0 20\r\n1" + b" " * 19 + b"\r\nEND\r\n")
 a.sendall(b"gats 0 n\r\n")
-assert read_until(a, b"END\r\n").startswith(b"VALUE n 0 1 ")
+assert read_until(a, b"END\r\n").startswith(b"VALUE n 0 20 ")
 ask(a, b"set e 0 -1 1\r\nx\r\nget e\r\n", b"STORED\r\nEND\r\n")
 ask(a, b"replace nope 0 0 1\r\nx\r\nprepend nope 0 0 1\r\nx\r\n", b"NOT_STORED\r\nNOT_STORED\r\n")
 ask(a, b"verbosity 1\r\nverbosity\r\n", b"OK\r\nERROR\r\n")

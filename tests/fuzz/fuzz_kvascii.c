@@ -63,8 +63,10 @@ static void check(const struct kv_parser *p, enum kv_parse_rc rc, const struct k
         CHECK(used > 0 && err == NULL);
         CHECK(r->proto == KV_PROTO_ASCII);
         CHECK((unsigned)r->cmd < KV_NOOP);
+        /* A base64 key (meta b) is decoded into the parser. */
         if (r->keylen)
-                CHECK(fuzz_inside(r->key, r->keylen, buf, used));
+                CHECK(fuzz_inside(r->key, r->keylen, buf, used) ||
+                      (r->b64 && fuzz_inside(r->key, r->keylen, p->key, sizeof(p->key))));
         switch (r->cmd) {
         case KV_GET:
         case KV_GETS:

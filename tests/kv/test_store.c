@@ -28,7 +28,7 @@ static struct kv_store *mk(size_t cap)
 static enum kv_store_rc set(struct kv_store *s, int mode, const char *k, const char *v,
                             int64_t exp, uint64_t cas)
 {
-        return kv_store_update(s, mode, k, strlen(k), 7, exp, v, strlen(v), cas);
+        return kv_store_update(s, mode, k, strlen(k), 7, exp, v, strlen(v), cas, 0);
 }
 
 static bool has(struct kv_store *s, const char *k, const char *v)
@@ -117,32 +117,44 @@ static void test_cas(void **state)
 static void test_arith(void **state)
 {
         struct kv_store *s = mk(1 << 20);
-        uint64_t v;
+        const struct kv_item *it;
+        uint64_t v, cas;
 
         (void)state;
-        assert_int_equal(kv_store_arith(s, "n", 1, true, 1, &v), KV_NOT_FOUND);
+        assert_int_equal(kv_store_arith(s, "n", 1, true, 1, 0, &v, NULL), KV_NOT_FOUND);
         set(s, KV_SET, "n", "10", 0, 0);
-        assert_int_equal(kv_store_arith(s, "n", 1, true, 5, &v), KV_STORED);
+        assert_int_equal(kv_store_arith(s, "n", 1, true, 5, 0, &v, NULL), KV_STORED);
         assert_int_equal(v, 15);
         assert_true(has(s, "n", "15"));
-        assert_int_equal(kv_store_arith(s, "n", 1, false, 100, &v), KV_STORED);
+        assert_int_equal(kv_store_arith(s, "n", 1, false, 100, 0, &v, NULL), KV_STORED);
         assert_int_equal(v, 0); /* decr floors at 0 */
+        assert_true(has(s, "n", "0 ")); /* written in place, padded, as memcached */
         set(s, KV_SET, "n", "18446744073709551615", 0, 0);
-        assert_int_equal(kv_store_arith(s, "n", 1, true, 2, &v), KV_STORED);
+        assert_int_equal(kv_store_arith(s, "n", 1, true, 2, 0, &v, NULL), KV_STORED);
         assert_int_equal(v, 1); /* incr wraps at 2^64 */
-        assert_true(has(s, "n", "1"));
-        set(s, KV_SET, "n", "100", 0, 0);
-        assert_int_equal(kv_store_arith(s, "n", 1, false, 1, &v), KV_STORED);
-        assert_true(has(s, "n", "99")); /* shorter, not padded */
-        set(s, KV_SET, "n", "12  ", 0, 0);
-        assert_int_equal(kv_store_arith(s, "n", 1, true, 1, &v), KV_STORED);
-        assert_int_equal(v, 13);
+        assert_true(has(s, "n", "1                   "));
+        set(s, KV_SET, "n", "99", 0, 0);
+        cas = kv_store_last_cas(s);
+        assert_int_equal(kv_store_arith(s, "n", 1, true, 1, cas + 1, &v, NULL), KV_EXISTS);
+        assert_int_equal(kv_store_arith(s, "n", 1, true, 1, cas, &v, &it), KV_STORED);
+        assert_true(has(s, "n", "100")); /* longer: a new item */
+        assert_true(it->cas > cas);
         assert_int_equal(kv_store_get(s, "n", 1)->flags, 7); /* flags kept */
-        const char *bad[] = {"abc", "", "1a", "-1", " 1", "18446744073709551616",
+        /* strtoull()'s numbers: white space before, a sign, white space after. */
+        const char *good[] = {"12  ", " 12", "+12", "\t12", "12 x", "12\r"};
+        for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+                set(s, KV_SET, "n", good[i], 0, 0);
+                if (kv_store_arith(s, "n", 1, true, 1, 0, &v, NULL) != KV_STORED || v != 13)
+                        fail_msg("'%s' not read as 12", good[i]);
+        }
+        set(s, KV_SET, "n", "-0", 0, 0);
+        assert_int_equal(kv_store_arith(s, "n", 1, true, 1, 0, &v, NULL), KV_STORED);
+        assert_int_equal(v, 1);
+        const char *bad[] = {"abc", "", "1a", "-1", "18446744073709551616", " ",
                              "123456789012345678901"};
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
                 set(s, KV_SET, "n", bad[i], 0, 0);
-                if (kv_store_arith(s, "n", 1, true, 1, &v) != KV_NON_NUMERIC)
+                if (kv_store_arith(s, "n", 1, true, 1, 0, &v, NULL) != KV_NON_NUMERIC)
                         fail_msg("'%s' taken as a number", bad[i]);
         }
         kv_store_destroy(s);
@@ -172,7 +184,7 @@ static void test_expiry(void **state)
         /* Expired items are gone for every command, not only get. */
         set(s, KV_SET, "t", "1", 1, 0);
         fake_now += 1;
-        assert_int_equal(kv_store_arith(s, "t", 1, true, 1, NULL), KV_NOT_FOUND);
+        assert_int_equal(kv_store_arith(s, "t", 1, true, 1, 0, NULL, NULL), KV_NOT_FOUND);
         set(s, KV_SET, "t", "1", 1, 0);
         fake_now += 1;
         assert_int_equal(set(s, KV_ADD, "t", "2", 0, 0), KV_STORED);
