@@ -168,7 +168,7 @@ static void exec_ma(struct kv_store *s, const struct kv_req *r, struct kv_result
 {
         const struct kv_item *before = kv_store_peek(s, r->key, r->keylen), *it = NULL;
         bool incr = r->mode != 'D' && r->mode != '-', created = false;
-        int64_t now = kv_store_now(s);
+        int64_t now = kv_store_now(s), exptime;
         char num[20];
 
         res->rc = kv_store_arith(s, r->key, r->keylen, incr, r->delta, r->has_cas ? r->cas : 0,
@@ -186,21 +186,25 @@ static void exec_ma(struct kv_store *s, const struct kv_req *r, struct kv_result
                 return;
         res->rc = created ? KV_STORED : KV_OK;
         res->cas = it->cas;
-        res->ttl = ttl_of(it, now);
+        /* memcached sets T's time on the item it read, and t reads that
+         * one: when the number grew into a new item, the stored item keeps
+         * its old time while t tells the new. */
+        exptime = it->exptime;
         for (unsigned i = 0; i < r->mstop; i++) {
                 switch (r->mflags[i]) {
                 case 't':
-                        res->ttl = ttl_of(it, now);
+                        res->ttl = exptime == 0 ? -1 : exptime - now;
                         break;
                 case 'T':
-                        /* memcached sets it on the item it read: lost when the
-                         * number grew and went to a new item. */
+                        exptime = kv_store_abs_exptime(s, r->exptime);
                         if (it == before || created)
                                 kv_store_set_exptime(s, it, r->exptime);
                         break;
                 case 'N':
-                        if (created)
+                        if (created) {
+                                exptime = kv_store_abs_exptime(s, r->viv_exptime);
                                 kv_store_set_exptime(s, it, r->viv_exptime);
+                        }
                         break;
                 default:
                         break;

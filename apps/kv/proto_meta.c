@@ -520,6 +520,12 @@ static void ma_reply(const struct kv_req *r, const struct kv_result *res, struct
                 buf_str(out, "SERVER_ERROR out of memory\r\n");
                 return;
         }
+        /* memcached meets a long opaque while writing the reply: after
+         * the errors above, before a quiet success is dropped. */
+        if (r->err) {
+                buf_str(out, r->err);
+                return;
+        }
         if (res->rc == KV_OK && r->quiet)
                 return;
         if (res->rc != KV_OK && res->rc != KV_STORED) {
@@ -588,13 +594,12 @@ static void me_reply(const struct kv_req *r, const struct kv_result *res, struct
 
 void kv_meta_reply(const struct kv_req *r, const struct kv_result *res, struct buf *out)
 {
-        if (r->err) {
-                buf_str(out, r->err);
-                return;
-        }
         switch (r->cmd) {
         case KV_MG:
-                mg_reply(r, res, out);
+                if (r->err)
+                        buf_str(out, r->err);
+                else
+                        mg_reply(r, res, out);
                 return;
         case KV_MS:
                 ms_reply(r, res, out);

@@ -341,8 +341,9 @@ enum kv_store_rc kv_store_update(struct kv_store *s, int mode, const char *key, 
                         return KV_NOT_FOUND;
                 }
                 /* An invalidating set (meta I) whose cas is older than the
-                 * item's stores anyway, as a stale value. */
-                stale = old->cas != cas && (opts & KV_W_STALE_OK) && cas < old->cas;
+                 * item's (and not 0, which matches nothing) stores anyway,
+                 * as a stale value. */
+                stale = (opts & KV_W_STALE_OK) && cas != 0 && cas < old->cas;
                 if (old->cas != cas && !stale) {
                         s->st.cas_badval++;
                         return KV_EXISTS;
@@ -372,7 +373,8 @@ enum kv_store_rc kv_store_update(struct kv_store *s, int mode, const char *key, 
         } else {
                 memcpy(it->data + klen, val, vlen);
         }
-        if (opts & KV_W_KEY_BINARY)
+        /* memcached builds an appended item afresh, binary key or not. */
+        if ((opts & KV_W_KEY_BINARY) && mode != KV_APPEND && mode != KV_PREPEND)
                 it->iflags |= KV_IT_KEY_BINARY;
         if (stale) { /* keeps the expiry, and whether a win was sent */
                 it->exptime = old->exptime;
@@ -512,8 +514,7 @@ enum kv_store_rc kv_store_arith(struct kv_store *s, const char *key, size_t klen
                 it = item_new(key, klen, old->flags, 0, vlen, now);
                 if (it == NULL)
                         return KV_NO_MEMORY;
-                it->exptime = old->exptime;
-                it->iflags = old->iflags & KV_IT_KEY_BINARY;
+                it->exptime = old->exptime; /* and nothing of iflags, as memcached */
                 memcpy(it->data + klen, num, vlen);
                 install(s, old, it);
         }
