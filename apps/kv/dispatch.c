@@ -454,6 +454,100 @@ static void dispatch_flush(struct kv_sink *k, const struct kv_req *r)
         flush_done(NULL, f);
 }
 
+/* ---- the admin commands ------------------------------------------------------------------ */
+
+/* "shutdown" stops the server when -A allows it, as memcached's does:
+ * "graceful" the same way, since every queued request runs before the
+ * workers stop. The connection closes without a reply. */
+static bool shutdown_allowed(const struct kv_req *r)
+{
+        return kv_set.shutdown_ok &&
+               (r->nkeys == 0 || (r->nkeys == 1 && r->keylen == 8 &&
+                                  memcmp(r->key, "graceful", 8) == 0));
+}
+
+bool kv_req_closes(const struct kv_req *r)
+{
+        return r->cmd == KV_QUIT || (r->cmd == KV_SHUTDOWN && shutdown_allowed(r));
+}
+
+static void dispatch_shutdown(struct kv_sink *k, const struct kv_req *r)
+{
+        struct buf *b;
+
+        if (shutdown_allowed(r)) {
+                pc_log(PC_LOG_INFO, "pc-kv: shutdown requested by a client");
+                pc_runtime_stop(kv_rt);
+                return;
+        }
+        b = kv_sink_slot(k);
+        if (b)
+                kv_reply_error(r, kv_set.shutdown_ok ? "CLIENT_ERROR invalid shutdown mode\r\n"
+                                                     : "ERROR: shutdown not enabled\r\n",
+                               KV_BIN_UNKNOWN, b);
+}
+
+struct memlimit {
+        struct kv_sink *k;
+        struct pending *pd;
+        struct kv_req req; /* for the reply's shape; no pointers used */
+        size_t cap;        /* per shard */
+};
+
+static void memlimit_run(void *arg)
+{
+        kv_shard_hold();
+        kv_store_set_cap(kv_stores[pc_worker_id()], ((struct memlimit *)arg)->cap);
+}
+
+static void memlimit_done(void *arg)
+{
+        struct memlimit *m = arg;
+        struct buf b = {0};
+
+        kv_reply_done(&m->req, &b);
+        kv_pending_fill(m->k, m->pd, 0, &b);
+        kv_sink_unref(m->k);
+        free(m);
+}
+
+/* cache_memlimit: a new cap on every shard, split as -m is; refused when
+ * a shard could no longer hold one largest item. */
+static void dispatch_memlimit(struct kv_sink *k, const struct kv_req *r)
+{
+        unsigned n = pc_runtime_workers(kv_rt);
+        size_t cap = ((size_t)r->level << 20) / n;
+        struct memlimit *m;
+        struct buf *b;
+
+        if (cap < kv_store_item_size(KV_KEY_MAX, kv_set.item_max)) {
+                b = kv_sink_slot(k);
+                if (b && !r->noreply)
+                        kv_reply_error(r, "MEMLIMIT_ADJUST_FAILED out of bounds or unable to "
+                                          "adjust\r\n", KV_BIN_EINVAL, b);
+                return;
+        }
+        m = calloc(1, sizeof(*m));
+        if (m == NULL || (m->pd = kv_pending_add(k, 1)) == NULL) {
+                k->out.oom = true;
+                free(m);
+                return;
+        }
+        m->k = k;
+        m->req = *r;
+        m->req.key = m->req.keys = m->req.data = NULL;
+        m->cap = cap;
+        __atomic_store_n(&kv_set.mem_mb, (unsigned long)r->level, __ATOMIC_RELAXED);
+        k->refs++;
+        if (pc_for_each_worker(memlimit_run, m, memlimit_done, m)) {
+                struct buf e = {.oom = true};
+
+                kv_pending_fill(k, m->pd, 0, &e);
+                kv_sink_unref(k);
+                free(m);
+        }
+}
+
 /* ---- every request ---------------------------------------------------------------------- */
 
 void kv_dispatch(struct kv_sink *k, const struct kv_req *r)
@@ -472,6 +566,12 @@ void kv_dispatch(struct kv_sink *k, const struct kv_req *r)
                 return;
         case KV_STATS:
                 kv_stats(k, r);
+                return;
+        case KV_SHUTDOWN:
+                dispatch_shutdown(k, r);
+                return;
+        case KV_CACHE_MEMLIMIT:
+                dispatch_memlimit(k, r);
                 return;
         case KV_VERSION:
         case KV_VERBOSITY:

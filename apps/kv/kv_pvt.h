@@ -40,13 +40,15 @@ struct kv_settings {
         size_t item_max;
         const char *backend;
         int verbose;
+        bool shutdown_ok; /* -A: the shutdown command stops the server */
         time_t started;
 };
 
-/** Item memory over all shards, from -m. */
+/** Item memory over all shards, from -m or the last cache_memlimit (which
+ *  any worker may set: read and written atomically). */
 static inline size_t kv_mem_total(void)
 {
-        return (size_t)kv_set.mem_mb << 20;
+        return (size_t)__atomic_load_n(&kv_set.mem_mb, __ATOMIC_RELAXED) << 20;
 }
 
 /** Per-worker connection counters; each written by its worker only. */
@@ -122,6 +124,10 @@ struct kv_sink {
 
 /** Run one parsed request; its reply lands in order on @k. */
 void kv_dispatch(struct kv_sink *k, const struct kv_req *r);
+
+/** Does @r end its connection once its replies are out (quit, and an
+ *  allowed shutdown)? */
+bool kv_req_closes(const struct kv_req *r);
 
 /** The calling worker holds its own shard (waiting while another worker
  *  that borrowed it finishes one request): before it touches its store. */

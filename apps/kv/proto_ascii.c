@@ -256,7 +256,8 @@ static const struct {
         {"cas", KV_CAS},         {"delete", KV_DELETE},   {"incr", KV_INCR},
         {"decr", KV_DECR},       {"touch", KV_TOUCH},     {"flush_all", KV_FLUSH_ALL},
         {"version", KV_VERSION}, {"verbosity", KV_VERBOSITY}, {"quit", KV_QUIT},
-        {"stats", KV_STATS},
+        {"stats", KV_STATS},     {"shutdown", KV_SHUTDOWN},
+        {"cache_memlimit", KV_CACHE_MEMLIMIT},
 };
 
 static bool lookup(const struct kv_tok *t, enum kv_cmd *cmd)
@@ -331,6 +332,13 @@ static enum kv_parse_rc parse_line(struct kv_parser *p, const char *line, size_t
         case KV_QUIT:
                 /* memcached 1.6 ignores whatever follows these two. */
                 return KV_PARSE_OK;
+        case KV_SHUTDOWN:
+                /* "shutdown [graceful]": whether it is allowed (-A) and the
+                 * mode are the server's to judge; the mode, if any, in key. */
+                req->nkeys = n - 1;
+                req->key = n > 1 ? t[1].s : NULL;
+                req->keylen = n > 1 ? t[1].n : 0;
+                return KV_PARSE_OK;
         case KV_STATS:
                 /* The subcommand, if any, is left to the caller in key. */
                 req->key = n > 1 ? t[1].s : NULL;
@@ -391,6 +399,20 @@ static enum kv_parse_rc parse_line(struct kv_parser *p, const char *line, size_t
                         return fail(err, KV_ERR_UNKNOWN);
                 if (!kv__parse_u32(&t[1], &req->level))
                         return refuse(req, err, KV_ERR_FORMAT);
+                return KV_PARSE_OK;
+        case KV_CACHE_MEMLIMIT:
+                /* "cache_memlimit <megabytes> [noreply]", in memcached's
+                 * words, whose checks of the number come before any shard. */
+                if (n != 2 && n != 3)
+                        return fail(err, KV_ERR_UNKNOWN);
+                if (!kv__parse_u32(&t[1], &req->level))
+                        return refuse(req, err, KV_ERR_UNKNOWN);
+                if (req->level < 8)
+                        return refuse(req, err, "MEMLIMIT_TOO_SMALL cannot set maxbytes to "
+                                                "less than 8m\r\n");
+                if (req->level > 1000000000)
+                        return refuse(req, err, "MEMLIMIT_ADJUST_FAILED input value is "
+                                                "megabytes not bytes\r\n");
                 return KV_PARSE_OK;
         default:
                 return fail(err, KV_ERR_UNKNOWN);
@@ -529,17 +551,21 @@ void kv_ascii_reply(const struct kv_req *r, const char *key, size_t klen,
                 return;
         case KV_QUIT:
                 return;
+        default:
+                break;
+        }
+        /* memcached's noreply silences every outcome, errors included. */
+        if (r->noreply)
+                return;
+        switch (r->cmd) {
         case KV_VERBOSITY:
         case KV_FLUSH_ALL:
-                if (!r->noreply)
-                        buf_str(out, "OK\r\n");
+        case KV_CACHE_MEMLIMIT:
+                buf_str(out, "OK\r\n");
                 return;
         default:
                 break;
         }
-        /* noreply silences every outcome but a non-numeric incr. */
-        if (r->noreply && res->rc != KV_NON_NUMERIC)
-                return;
         if (res->rc == KV_OK) { /* incr, decr */
                 n = kv_fmt_u64(num, res->number);
                 num[n++] = '\r';

@@ -95,7 +95,8 @@ struct kv_req {
         size_t keylen;
         const char *keys; /**< get family: the keys, space separated */
         size_t keys_len;
-        unsigned nkeys;   /**< get family: how many (gat, gats: may be 0) */
+        unsigned nkeys;   /**< get family: how many (gat, gats: may be 0); shutdown: its
+                               arguments, the first in key */
         uint32_t flags;   /**< storage commands (memcached keeps the low 32 bits) */
         int64_t exptime;  /**< storage commands, gat, touch: the low 32 bits sent, signed */
         uint64_t cas;     /**< cas: the unique value */
@@ -122,7 +123,7 @@ struct kv_req {
                                unless the expiration is 0xffffffff) */
         uint32_t opaque;  /**< echoed in the reply */
         uint64_t initial; /**< incr/decr: the value stored when the key is missing */
-        uint32_t level;   /**< verbosity; cache_memlimit: megabytes */
+        uint32_t level;   /**< verbosity; cache_memlimit: megabytes (8..1000000000) */
         /* Meta commands only (proto == KV_PROTO_META). The flags keep the
          * order they were sent in: the reply's flags come in that order,
          * and mg's and ma's T and N act at their place in it. q is quiet,
@@ -213,7 +214,7 @@ const char *kv_cmd_name(enum kv_cmd cmd);
  * key (@key) of a get-family request (a miss writes nothing; "END" after
  * the last key is the caller's), a write's outcome line, an incr result,
  * "OK" or "VERSION ..." for the commands done without a store. A noreply
- * request writes nothing, except a non-numeric incr's error.
+ * request writes nothing, as memcached (a non-numeric incr's error neither).
  */
 void kv_ascii_reply(const struct kv_req *r, const char *key, size_t klen,
                     const struct kv_result *res, struct buf *out);

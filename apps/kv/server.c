@@ -55,7 +55,8 @@ static void usage(FILE *f)
 {
         fprintf(f,
                 "usage: pc-kv [-p TCP_PORT] [-U UDP_PORT] [-l ADDR] [-m MB] [-t WORKERS]\n"
-                "             [-c MAXCONNS] [-I ITEM_MAX] [-v] [--backend kernel|dpdk] [--help]\n"
+                "             [-c MAXCONNS] [-I ITEM_MAX] [-A] [-v] [--backend kernel|dpdk]\n"
+                "             [--help]\n"
                 "A memcached-compatible cache (ASCII and binary protocols over TCP, memcached's\n"
                 "UDP frames), its data sharded by key across the workers. Runs until\n"
                 "SIGINT/SIGTERM.\n"
@@ -67,6 +68,8 @@ static void usage(FILE *f)
                 "  -t N            workers (default: PERCORE_WORKERS or one per CPU)\n"
                 "  -c N            most simultaneous connections (1024)\n"
                 "  -I SIZE         largest value, bytes or with k/m suffix (1m)\n"
+                "  -A, --enable-shutdown\n"
+                "                  let the shutdown command stop the server\n"
                 "  -v              more logging (repeat for more)\n"
                 "  --backend B     kernel (io_uring sockets, default) or dpdk (UDP only, the\n"
                 "                  port from PERCORE_EAL_ARGS, e.g. net_af_packet on a veth)\n"
@@ -137,6 +140,7 @@ static int parse_flags(int argc, char **argv, struct pc_config *cfg)
 {
         static const struct option lopts[] = {
                 {"backend", required_argument, NULL, 'b'},
+                {"enable-shutdown", no_argument, NULL, 'A'},
                 {"help", no_argument, NULL, 'h'},
                 {NULL, 0, NULL, 0},
         };
@@ -144,7 +148,7 @@ static int parse_flags(int argc, char **argv, struct pc_config *cfg)
         struct in_addr ia;
         int c;
 
-        while ((c = getopt_long(argc, argv, "p:U:l:m:t:c:I:vh", lopts, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, "p:U:l:m:t:c:I:Avh", lopts, NULL)) != -1) {
                 switch (c) {
                 case 'b':
                         if (strcmp(optarg, "kernel") && strcmp(optarg, "dpdk"))
@@ -179,6 +183,9 @@ static int parse_flags(int argc, char **argv, struct pc_config *cfg)
                 case 'I':
                         if (parse_size(optarg, &kv_set.item_max))
                                 return bad_flag("-I", optarg, "1k..1024m");
+                        break;
+                case 'A':
+                        kv_set.shutdown_ok = true;
                         break;
                 case 'v':
                         kv_set.verbose++;

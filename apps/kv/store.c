@@ -78,6 +78,12 @@ int64_t kv_store_now(const struct kv_store *s)
         return s->clock(s->clock_arg);
 }
 
+void kv_store_set_cap(struct kv_store *s, size_t mem_cap)
+{
+        s->mem_cap = mem_cap;
+        s->st.limit_maxbytes = mem_cap;
+}
+
 void kv_store_stats(const struct kv_store *s, struct kv_store_stats *out)
 {
         *out = s->st;

@@ -162,6 +162,10 @@ void kv_store_count_get(struct kv_store *s, bool hit, bool touched);
  *  before now + @delay become invisible at that time. */
 void kv_store_flush(struct kv_store *s, int64_t delay);
 
+/** A new memory cap (cache_memlimit): items over it are evicted as new
+ *  ones come in, as memcached does. */
+void kv_store_set_cap(struct kv_store *s, size_t mem_cap);
+
 /** Copy the counters. */
 void kv_store_stats(const struct kv_store *s, struct kv_store_stats *out);
 

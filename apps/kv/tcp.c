@@ -168,7 +168,7 @@ static size_t run_requests(struct conn *c, const char *p, size_t n)
                 switch (rc) {
                 case KV_PARSE_OK:
                         kv_dispatch(&c->sink, &req);
-                        if (req.cmd == KV_QUIT)
+                        if (kv_req_closes(&req))
                                 c->quitting = true;
                         break;
                 case KV_PARSE_ERROR:
