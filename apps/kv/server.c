@@ -42,6 +42,7 @@ struct kv_wstat kv_wstats[PC_MAX_WORKERS];
 _Static_assert(sizeof(struct kv_wstat) == 64, "one counter block per cache line");
 
 int kv_tcp_start(void);
+void kv_tcp_free(void);
 int kv_udp_start_kernel(void);
 int kv_udp_start_dpdk(struct pc_port *p);
 
@@ -309,6 +310,7 @@ int main(int argc, char **argv)
                 fprintf(stderr, "pc-kv: run: %s\n", pc_strerror(rc));
 out:
         pc_runtime_destroy(kv_rt);
+        kv_tcp_free(); /* connections still open: closed by the destroy */
         for (unsigned w = 0; w < workers; w++)
                 kv_store_destroy(kv_stores[w]);
         return rc ? 1 : 0;

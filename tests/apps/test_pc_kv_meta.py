@@ -531,6 +531,13 @@ try:
     subprocess.run([mc, "-V"])
     servers = [Server("memcached", mc_port), Server("pc-kv", kv_port)]
     sessions()
+    # pc-kv stops cleanly on SIGTERM (a sanitizer's report would not).
+    kv = procs.pop()
+    kv.terminate()
+    rc = kv.wait()
+    out = open(logs + ".kv", "rb").read()
+    if rc != 0 or b"send_failed=0" not in out:
+        fail("pc-kv exited %d:\n%s" % (rc, out[-3000:].decode("latin1")))
 finally:
     for p in procs:
         p.terminate()
