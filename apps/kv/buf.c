@@ -4,26 +4,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-void buf_add(struct buf *b, const void *d, size_t n)
+bool buf__grow(struct buf *b, size_t n)
 {
-        if (n == 0)
-                return;
-        if (b->len + n > b->cap) {
-                size_t cap = b->cap ? b->cap : 256;
-                char *p;
+        size_t cap = b->cap ? b->cap : 256;
+        char *p;
 
-                while (cap < b->len + n)
-                        cap *= 2;
-                p = realloc(b->p, cap);
-                if (p == NULL) {
-                        b->oom = true;
-                        return;
-                }
-                b->p = p;
-                b->cap = cap;
+        while (cap < b->len + n)
+                cap *= 2;
+        p = realloc(b->p, cap);
+        if (p == NULL) {
+                b->oom = true;
+                return false;
         }
-        memcpy(b->p + b->len, d, n);
-        b->len += n;
+        b->p = p;
+        b->cap = cap;
+        return true;
 }
 
 void buf_free(struct buf *b)

@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 
 struct buf {
         char *p;
@@ -18,8 +19,18 @@ struct buf {
         bool oom; /* an append failed: the sink closes at the next flush */
 };
 
-/** Append @n bytes of @d (nothing for 0). On failure sets b->oom. */
-void buf_add(struct buf *b, const void *d, size_t n);
+/** Make room for @n more bytes; false (and b->oom) when it cannot. */
+bool buf__grow(struct buf *b, size_t n);
+
+/** Append @n bytes of @d (nothing for 0). On failure sets b->oom. Inline:
+ *  the reply encoders call it for every piece of every reply. */
+static inline void buf_add(struct buf *b, const void *d, size_t n)
+{
+        if (n == 0 || (b->len + n > b->cap && !buf__grow(b, n)))
+                return;
+        memcpy(b->p + b->len, d, n);
+        b->len += n;
+}
 
 /** Free the bytes and zero @b. */
 void buf_free(struct buf *b);

@@ -4,8 +4,10 @@
  *   exec.c     a request run on its key's owner store, giving a struct
  *              kv_result that the request's protocol encoder turns into
  *              the reply (kv_run)
+ *   exec_meta.c the same for the meta commands
  *   dispatch.c where a request runs (here, or the owner worker through
- *              pc_call) and the per-sink queue that keeps replies in order
+ *              pc_call), the per-sink queue that keeps replies in order,
+ *              and the admin commands (shutdown, cache_memlimit)
  *   stats.c    "stats" and its groups, summed over the shards
  *   tcp.c      TCP connections (kernel backend) as sinks
  *   udp.c      memcached's UDP frames (kernel and DPDK backends) as sinks

@@ -283,7 +283,8 @@ static void install(struct kv_store *s, struct kv_item *old, struct kv_item *it)
 
 const struct kv_item *kv_store_get(struct kv_store *s, const char *key, size_t klen)
 {
-        struct kv_item *it = find(s, key, klen, kv_store_now(s));
+        int64_t now = kv_store_now(s);
+        struct kv_item *it = find(s, key, klen, now);
 
         s->st.cmd_get++;
         if (it == NULL) {
@@ -291,7 +292,7 @@ const struct kv_item *kv_store_get(struct kv_store *s, const char *key, size_t k
                 return NULL;
         }
         s->st.get_hits++;
-        read_item(s, it, kv_store_now(s));
+        read_item(s, it, now);
         return it;
 }
 
