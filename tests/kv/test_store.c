@@ -269,6 +269,69 @@ static void test_lru_eviction(void **state)
         kv_store_destroy(s);
 }
 
+/* What the meta commands read and set on an item: h's fetched bit, l's
+ * access time (moved on the second read only, as memcached's segmented
+ * LRU), base64 keys (not kept by an append, as memcached), stale sets. */
+static void test_meta_items(void **state)
+{
+        struct kv_store *s = mk(1 << 20);
+        const struct kv_item *it;
+        int64_t stored;
+        uint64_t cas;
+
+        (void)state;
+        set(s, KV_SET, "k", "v", 100, 0);
+        it = kv_store_peek(s, "k", 1);
+        stored = it->atime;
+        assert_int_equal(it->iflags, 0);
+        fake_now += 5;
+        assert_non_null(kv_store_get(s, "k", 1));
+        assert_int_equal(it->iflags, KV_IT_FETCHED);
+        assert_int_equal(it->atime, stored);
+        fake_now += 5;
+        kv_store_read(s, it);
+        assert_int_equal(it->iflags, KV_IT_FETCHED | KV_IT_ACTIVE);
+        assert_int_equal(it->atime, fake_now);
+        fake_now += 5;
+        kv_store_read(s, it);
+        assert_int_equal(it->atime, fake_now - 5);
+
+        kv_store_set_exptime(s, it, 30);
+        assert_int_equal(it->exptime, fake_now + 30);
+        assert_int_equal(kv_store_abs_exptime(s, 0), 0);
+        assert_int_equal(kv_store_abs_exptime(s, -1), -1);
+        cas = it->cas;
+        kv_store_recas(s, it);
+        assert_true(it->cas > cas);
+        kv_store_set_iflags(s, it, KV_IT_STALE | KV_IT_WIN_SENT, KV_IT_FETCHED);
+        assert_int_equal(it->iflags, KV_IT_ACTIVE | KV_IT_STALE | KV_IT_WIN_SENT);
+
+        assert_int_equal(kv_store_update(s, KV_SET, "b", 1, 0, 0, "x", 1, 0, KV_W_KEY_BINARY),
+                         KV_STORED);
+        assert_int_equal(kv_store_peek(s, "b", 1)->iflags, KV_IT_KEY_BINARY);
+        assert_int_equal(kv_store_update(s, KV_APPEND, "b", 1, 0, 0, "y", 1, 0,
+                                         KV_W_KEY_BINARY),
+                         KV_STORED);
+        assert_int_equal(kv_store_peek(s, "b", 1)->iflags, 0);
+
+        /* An invalidating cas set: an older (non-zero) cas stores a stale
+         * value that keeps the item's expiry and its sent win. */
+        it = kv_store_peek(s, "k", 1);
+        cas = it->cas;
+        assert_int_equal(kv_store_update(s, KV_CAS, "k", 1, 0, 0, "w", 1, cas + 1, KV_W_STALE_OK),
+                         KV_EXISTS);
+        assert_int_equal(kv_store_update(s, KV_CAS, "k", 1, 0, 0, "w", 1, 0, KV_W_STALE_OK),
+                         KV_EXISTS);
+        assert_int_equal(kv_store_update(s, KV_CAS, "k", 1, 0, 999, "w", 1, cas - 1,
+                                         KV_W_STALE_OK),
+                         KV_STORED);
+        it = kv_store_peek(s, "k", 1);
+        assert_int_equal(it->iflags, KV_IT_STALE | KV_IT_WIN_SENT);
+        assert_int_equal(it->exptime, fake_now + 30);
+        assert_true(has(s, "k", "w"));
+        kv_store_destroy(s);
+}
+
 static void test_many_keys(void **state)
 {
         struct kv_store *s = mk(64 << 20);
@@ -302,7 +365,7 @@ int main(void)
                 cmocka_unit_test(test_commands), cmocka_unit_test(test_cas),
                 cmocka_unit_test(test_arith),    cmocka_unit_test(test_expiry),
                 cmocka_unit_test(test_flush),    cmocka_unit_test(test_lru_eviction),
-                cmocka_unit_test(test_many_keys),
+                cmocka_unit_test(test_meta_items), cmocka_unit_test(test_many_keys),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
