@@ -255,7 +255,8 @@ void kv_shard_lend_start(void)
 
 /* ---- one key on its owner ------------------------------------------------------------ */
 
-/* A request travelling to its key's owner, with its own copy of the key and value. */
+/* A request travelling to its key's owner, with its own copy of the key,
+ * the value and a meta opaque. */
 struct op {
         struct kv_sink *k;
         struct pending *pd;
@@ -270,7 +271,7 @@ static void *op_run(void *arg)
         struct op *o = arg;
 
         kv_shard_hold();
-        kv_exec(kv_stores[pc_worker_id()], &o->req, NULL, 0, &o->out);
+        kv_run(kv_stores[pc_worker_id()], &o->req, NULL, 0, &o->out);
         return o;
 }
 
@@ -291,7 +292,7 @@ static void run_remote(struct kv_sink *k, struct pending *pd, unsigned part,
                        const struct kv_req *r, const char *key, size_t klen, unsigned owner)
 {
         size_t dlen = r->too_large ? 0 : r->dlen;
-        struct op *o = malloc(sizeof(*o) + klen + dlen);
+        struct op *o = malloc(sizeof(*o) + klen + dlen + r->mopaque_len);
         struct buf fail = {.oom = true};
 
         if (o == NULL) {
@@ -306,9 +307,13 @@ static void run_remote(struct kv_sink *k, struct pending *pd, unsigned part,
         memcpy(o->bytes, key, klen);
         if (dlen)
                 memcpy(o->bytes + klen, r->data, dlen);
+        /* A meta request's opaque token is echoed in its reply. */
+        if (r->mopaque_len)
+                memcpy(o->bytes + klen + dlen, r->mopaque, r->mopaque_len);
         o->req.key = o->bytes;
         o->req.keylen = klen;
         o->req.data = o->bytes + klen;
+        o->req.mopaque = o->bytes + klen + dlen;
         o->req.keys = NULL;
         if (pc_call(owner, op_run, o, op_done, NULL)) {
                 free(o);
@@ -335,7 +340,7 @@ static void dispatch_get(struct kv_sink *k, const struct kv_req *r)
                 kv_shard_hold();
                 pos = 0;
                 while (kv_req_next_key(r, &pos, &key, &kn))
-                        kv_exec(kv_stores[me], r, key, kn, &k->out);
+                        kv_run(kv_stores[me], r, key, kn, &k->out);
                 if (ascii)
                         buf_add(&k->out, "END\r\n", 5);
                 return;
@@ -350,10 +355,10 @@ static void dispatch_get(struct kv_sink *k, const struct kv_req *r)
 
                 if (owner == me) {
                         kv_shard_hold();
-                        kv_exec(kv_stores[me], r, key, kn, &pd->parts[i]);
+                        kv_run(kv_stores[me], r, key, kn, &pd->parts[i]);
                         pd->waiting--;
                 } else if (shard_borrow(me, owner)) {
-                        kv_exec(kv_stores[owner], r, key, kn, &pd->parts[i]);
+                        kv_run(kv_stores[owner], r, key, kn, &pd->parts[i]);
                         shard_return(owner);
                         pd->waiting--;
                 } else {
@@ -376,7 +381,7 @@ static void dispatch_one(struct kv_sink *k, const struct kv_req *r)
                 if (owner == me)
                         kv_shard_hold();
                 if (b)
-                        kv_exec(kv_stores[owner], r, NULL, 0, b);
+                        kv_run(kv_stores[owner], r, NULL, 0, b);
                 if (owner != me)
                         shard_return(owner);
                 return;
@@ -449,6 +454,100 @@ static void dispatch_flush(struct kv_sink *k, const struct kv_req *r)
         flush_done(NULL, f);
 }
 
+/* ---- the admin commands ------------------------------------------------------------------ */
+
+/* "shutdown" stops the server when -A allows it, as memcached's does:
+ * "graceful" the same way, since every queued request runs before the
+ * workers stop. The connection closes without a reply. */
+static bool shutdown_allowed(const struct kv_req *r)
+{
+        return kv_set.shutdown_ok &&
+               (r->nkeys == 0 || (r->nkeys == 1 && r->keylen == 8 &&
+                                  memcmp(r->key, "graceful", 8) == 0));
+}
+
+bool kv_req_closes(const struct kv_req *r)
+{
+        return r->cmd == KV_QUIT || (r->cmd == KV_SHUTDOWN && shutdown_allowed(r));
+}
+
+static void dispatch_shutdown(struct kv_sink *k, const struct kv_req *r)
+{
+        struct buf *b;
+
+        if (shutdown_allowed(r)) {
+                pc_log(PC_LOG_INFO, "pc-kv: shutdown requested by a client");
+                pc_runtime_stop(kv_rt);
+                return;
+        }
+        b = kv_sink_slot(k);
+        if (b)
+                kv_reply_error(r, kv_set.shutdown_ok ? "CLIENT_ERROR invalid shutdown mode\r\n"
+                                                     : "ERROR: shutdown not enabled\r\n",
+                               KV_BIN_UNKNOWN, b);
+}
+
+struct memlimit {
+        struct kv_sink *k;
+        struct pending *pd;
+        struct kv_req req; /* for the reply's shape; no pointers used */
+        size_t cap;        /* per shard */
+};
+
+static void memlimit_run(void *arg)
+{
+        kv_shard_hold();
+        kv_store_set_cap(kv_stores[pc_worker_id()], ((struct memlimit *)arg)->cap);
+}
+
+static void memlimit_done(void *arg)
+{
+        struct memlimit *m = arg;
+        struct buf b = {0};
+
+        kv_reply_done(&m->req, &b);
+        kv_pending_fill(m->k, m->pd, 0, &b);
+        kv_sink_unref(m->k);
+        free(m);
+}
+
+/* cache_memlimit: a new cap on every shard, split as -m is; refused when
+ * a shard could no longer hold one largest item. */
+static void dispatch_memlimit(struct kv_sink *k, const struct kv_req *r)
+{
+        unsigned n = pc_runtime_workers(kv_rt);
+        size_t cap = ((size_t)r->level << 20) / n;
+        struct memlimit *m;
+        struct buf *b;
+
+        if (cap < kv_store_item_size(KV_KEY_MAX, kv_set.item_max)) {
+                b = kv_sink_slot(k);
+                if (b && !r->noreply)
+                        kv_reply_error(r, "MEMLIMIT_ADJUST_FAILED out of bounds or unable to "
+                                          "adjust\r\n", KV_BIN_EINVAL, b);
+                return;
+        }
+        m = calloc(1, sizeof(*m));
+        if (m == NULL || (m->pd = kv_pending_add(k, 1)) == NULL) {
+                k->out.oom = true;
+                free(m);
+                return;
+        }
+        m->k = k;
+        m->req = *r;
+        m->req.key = m->req.keys = m->req.data = NULL;
+        m->cap = cap;
+        __atomic_store_n(&kv_set.mem_mb, (unsigned long)r->level, __ATOMIC_RELAXED);
+        k->refs++;
+        if (pc_for_each_worker(memlimit_run, m, memlimit_done, m)) {
+                struct buf e = {.oom = true};
+
+                kv_pending_fill(k, m->pd, 0, &e);
+                kv_sink_unref(k);
+                free(m);
+        }
+}
+
 /* ---- every request ---------------------------------------------------------------------- */
 
 void kv_dispatch(struct kv_sink *k, const struct kv_req *r)
@@ -468,10 +567,17 @@ void kv_dispatch(struct kv_sink *k, const struct kv_req *r)
         case KV_STATS:
                 kv_stats(k, r);
                 return;
+        case KV_SHUTDOWN:
+                dispatch_shutdown(k, r);
+                return;
+        case KV_CACHE_MEMLIMIT:
+                dispatch_memlimit(k, r);
+                return;
         case KV_VERSION:
         case KV_VERBOSITY:
         case KV_QUIT:
         case KV_NOOP:
+        case KV_MN:
                 b = kv_sink_slot(k);
                 if (b)
                         kv_reply_done(r, b);

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * pc-kv's server internals, shared by its files:
- *   exec.c     a request run on its key's owner store, the reply written in
- *              the request's protocol (ASCII or binary)
+ *   exec.c     a request run on its key's owner store, giving a struct
+ *              kv_result that the request's protocol encoder turns into
+ *              the reply (kv_run)
+ *   exec_meta.c the same for the meta commands
  *   dispatch.c where a request runs (here, or the owner worker through
- *              pc_call) and the per-sink queue that keeps replies in order
+ *              pc_call), the per-sink queue that keeps replies in order,
+ *              and the admin commands (shutdown, cache_memlimit)
  *   stats.c    "stats" and its groups, summed over the shards
  *   tcp.c      TCP connections (kernel backend) as sinks
  *   udp.c      memcached's UDP frames (kernel and DPDK backends) as sinks
@@ -21,32 +24,12 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "buf.h"
 #include "percore.h"
 #include "proto_ascii.h"
 #include "proto_bin.h"
+#include "proto_meta.h"
 #include "store.h"
-
-#define KV_VERSION_STRING "1.6.0-pc-kv"
-
-/* ---- byte buffers --------------------------------------------------------------- */
-
-struct buf {
-        char *p;
-        size_t len, cap;
-        bool oom; /* an append failed: the sink closes at the next flush */
-};
-
-void buf_add(struct buf *b, const void *d, size_t n);
-void buf_free(struct buf *b);
-
-static inline void buf_str(struct buf *b, const char *s)
-{
-        size_t n = 0;
-
-        while (s[n])
-                n++;
-        buf_add(b, s, n);
-}
 
 /* ---- the server's settings and per-worker state ----------------------------------- */
 
@@ -59,13 +42,15 @@ struct kv_settings {
         size_t item_max;
         const char *backend;
         int verbose;
+        bool shutdown_ok; /* -A: the shutdown command stops the server */
         time_t started;
 };
 
-/** Item memory over all shards, from -m. */
+/** Item memory over all shards, from -m or the last cache_memlimit (which
+ *  any worker may set: read and written atomically). */
 static inline size_t kv_mem_total(void)
 {
-        return (size_t)kv_set.mem_mb << 20;
+        return (size_t)__atomic_load_n(&kv_set.mem_mb, __ATOMIC_RELAXED) << 20;
 }
 
 /** Per-worker connection counters; each written by its worker only. */
@@ -85,10 +70,21 @@ extern struct kv_wstat kv_wstats[PC_MAX_WORKERS];
 
 /* ---- exec.c: a request on its owner ------------------------------------------------ */
 
-/** Run @r (one key: @key, or r->key when @key is NULL) on @s, its owner;
- *  the reply (if any) goes to @out in r->proto. */
+/** Run @r (one key: @key) on @s, its owner's store; what came of it in @res. */
 void kv_exec(struct kv_store *s, const struct kv_req *r, const char *key, size_t klen,
-             struct buf *out);
+             struct kv_result *res);
+
+/** kv_exec() for a meta command (exec_meta.c). */
+void kv_exec_meta(struct kv_store *s, const struct kv_req *r, struct kv_result *res);
+
+/** Write @r's reply from @res in @r's protocol. */
+void kv_reply(const struct kv_req *r, const char *key, size_t klen, const struct kv_result *res,
+              struct buf *out);
+
+/** kv_exec() then kv_reply(): @r (one key: @key, or r->key when @key is
+ *  NULL) on @s, the reply (if any) appended to @out. */
+void kv_run(struct kv_store *s, const struct kv_req *r, const char *key, size_t klen,
+            struct buf *out);
 
 /** A reply to a request that needs no store: version, verbosity, noop,
  *  quit (binary), flush done; in @r's protocol, nothing when quiet. */
@@ -98,6 +94,11 @@ void kv_reply_done(const struct kv_req *r, struct buf *out);
  *  for quiet binary requests, as memcached). */
 void kv_reply_error(const struct kv_req *r, const char *ascii, uint16_t status,
                     struct buf *out);
+
+/** One stat of a "stats" reply, and the end of it, in @r's protocol. */
+void kv_reply_stat(const struct kv_req *r, const char *name, const char *val, size_t vlen,
+                   struct buf *out);
+void kv_reply_stats_end(const struct kv_req *r, struct buf *out);
 
 /* ---- dispatch.c: replies in order per sink ------------------------------------------ */
 
@@ -125,6 +126,10 @@ struct kv_sink {
 
 /** Run one parsed request; its reply lands in order on @k. */
 void kv_dispatch(struct kv_sink *k, const struct kv_req *r);
+
+/** Does @r end its connection once its replies are out (quit, and an
+ *  allowed shutdown)? */
+bool kv_req_closes(const struct kv_req *r);
 
 /** The calling worker holds its own shard (waiting while another worker
  *  that borrowed it finishes one request): before it touches its store. */

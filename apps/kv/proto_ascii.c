@@ -16,13 +16,10 @@
 
 #include <string.h>
 
+#include "proto_text_pvt.h"
+
 /* Tokens a non-get command may have; more makes the line an "ERROR". */
 #define MAX_TOKENS 8
-
-struct tok {
-        const char *s;
-        size_t n;
-};
 
 static const char *const cmd_names[] = {
         [KV_GET] = "get",         [KV_GETS] = "gets",       [KV_GAT] = "gat",
@@ -31,7 +28,9 @@ static const char *const cmd_names[] = {
         [KV_CAS] = "cas",         [KV_DELETE] = "delete",   [KV_INCR] = "incr",
         [KV_DECR] = "decr",       [KV_TOUCH] = "touch",     [KV_FLUSH_ALL] = "flush_all",
         [KV_VERSION] = "version", [KV_VERBOSITY] = "verbosity", [KV_QUIT] = "quit",
-        [KV_STATS] = "stats",
+        [KV_STATS] = "stats",     [KV_SHUTDOWN] = "shutdown", [KV_CACHE_MEMLIMIT] = "cache_memlimit",
+        [KV_MG] = "mg",           [KV_MS] = "ms",           [KV_MD] = "md",
+        [KV_MA] = "ma",           [KV_MN] = "mn",           [KV_ME] = "me",
         [KV_NOOP] = "noop",
 };
 
@@ -46,16 +45,14 @@ void kv_parser_init(struct kv_parser *p, size_t item_max)
         p->swallow = 0;
 }
 
-static bool tok_is(const struct tok *t, const char *word)
+bool kv__tok_is(const struct kv_tok *t, const char *word)
 {
         size_t n = strlen(word);
 
         return t->n == n && memcmp(t->s, word, n) == 0;
 }
 
-/* Split on spaces (runs of them count as one), at most @max tokens; returns
- * the count, or max + 1 when there are more. */
-static unsigned tokenize(const char *line, size_t len, struct tok *t, unsigned max)
+unsigned kv__tokenize(const char *line, size_t len, struct kv_tok *t, unsigned max)
 {
         unsigned n = 0;
         size_t i = 0;
@@ -79,12 +76,6 @@ static unsigned tokenize(const char *line, size_t len, struct tok *t, unsigned m
         return n;
 }
 
-/* A token is never empty, so length is the whole rule (see the top). */
-static bool key_ok(size_t n)
-{
-        return n > 0 && n <= KV_KEY_MAX;
-}
-
 /* isspace() in the C locale. */
 static bool is_space(char c)
 {
@@ -98,7 +89,7 @@ static bool is_space(char c)
  * that is ignored: "5\tx" is 5). False when there are no digits, anything
  * else follows them, or the magnitude needs more than 64 bits.
  */
-static bool scan_num(const struct tok *t, bool *neg, uint64_t *mag)
+static bool scan_num(const struct kv_tok *t, bool *neg, uint64_t *mag)
 {
         size_t i = 0, first;
         uint64_t v = 0;
@@ -124,7 +115,7 @@ static bool scan_num(const struct tok *t, bool *neg, uint64_t *mag)
 
 /* safe_strtoull(): strtoull() refusing a '-' that leaves the value negative
  * as an int64, so "-0" is 0 and "-18446744073709551615" (wrapped) is 1. */
-static bool parse_u64(const struct tok *t, uint64_t *out)
+bool kv__parse_u64(const struct kv_tok *t, uint64_t *out)
 {
         uint64_t mag, v;
         bool neg;
@@ -140,11 +131,11 @@ static bool parse_u64(const struct tok *t, uint64_t *out)
 
 /* safe_strtoul() with a 64-bit long, stored in 32 bits: the same as
  * parse_u64, then truncated ("4294967296" is 0). */
-static bool parse_u32(const struct tok *t, uint32_t *out)
+bool kv__parse_u32(const struct kv_tok *t, uint32_t *out)
 {
         uint64_t v;
 
-        if (!parse_u64(t, &v))
+        if (!kv__parse_u64(t, &v))
                 return false;
         *out = (uint32_t)v;
         return true;
@@ -152,7 +143,7 @@ static bool parse_u32(const struct tok *t, uint32_t *out)
 
 /* safe_strtol(): strtol() in a 64-bit long, stored in an int32_t, so only
  * the low 32 bits count ("2147483648" is INT32_MIN, "4294967297" is 1). */
-static bool parse_i32(const struct tok *t, int64_t *out)
+bool kv__parse_i32(const struct kv_tok *t, int64_t *out)
 {
         uint64_t mag;
         uint32_t lo;
@@ -165,9 +156,9 @@ static bool parse_i32(const struct tok *t, int64_t *out)
         return true;
 }
 
-static bool last_is_noreply(const struct tok *t, unsigned n)
+static bool last_is_noreply(const struct kv_tok *t, unsigned n)
 {
-        return n > 0 && tok_is(&t[n - 1], "noreply");
+        return n > 0 && kv__tok_is(&t[n - 1], "noreply");
 }
 
 static enum kv_parse_rc fail(const char **err, const char *msg)
@@ -189,11 +180,11 @@ static enum kv_parse_rc refuse(const struct kv_req *req, const char **err,
  * an empty reply, "END"). The keys are checked here so the caller can
  * iterate them without a second look; memcached answers a key over
  * KV_KEY_MAX with the error alone, whatever came before it. */
-static enum kv_parse_rc parse_get(const char *line, size_t len, const struct tok *cmd,
+static enum kv_parse_rc parse_get(const char *line, size_t len, const struct kv_tok *cmd,
                                   struct kv_req *req, const char **err)
 {
         const char *p = cmd->s + cmd->n, *end = line + len;
-        struct tok t;
+        struct kv_tok t;
         size_t pos = 0;
         const char *k;
         size_t kn;
@@ -207,14 +198,14 @@ static enum kv_parse_rc parse_get(const char *line, size_t len, const struct tok
                 t.n = (size_t)(p - t.s);
                 if (t.n == 0)
                         return fail(err, KV_ERR_UNKNOWN);
-                if (!parse_i32(&t, &req->exptime))
+                if (!kv__parse_i32(&t, &req->exptime))
                         return fail(err, KV_ERR_EXPTIME);
         }
         req->keys = p;
         req->keys_len = (size_t)(end - p);
         req->nkeys = 0;
         while (kv_req_next_key(req, &pos, &k, &kn)) {
-                if (!key_ok(kn))
+                if (!kv__key_ok(kn))
                         return fail(err, KV_ERR_FORMAT);
                 if (req->nkeys == 0) {
                         req->key = k;
@@ -265,13 +256,14 @@ static const struct {
         {"cas", KV_CAS},         {"delete", KV_DELETE},   {"incr", KV_INCR},
         {"decr", KV_DECR},       {"touch", KV_TOUCH},     {"flush_all", KV_FLUSH_ALL},
         {"version", KV_VERSION}, {"verbosity", KV_VERBOSITY}, {"quit", KV_QUIT},
-        {"stats", KV_STATS},
+        {"stats", KV_STATS},     {"shutdown", KV_SHUTDOWN},
+        {"cache_memlimit", KV_CACHE_MEMLIMIT},
 };
 
-static bool lookup(const struct tok *t, enum kv_cmd *cmd)
+static bool lookup(const struct kv_tok *t, enum kv_cmd *cmd)
 {
         for (size_t i = 0; i < sizeof(cmd_table) / sizeof(cmd_table[0]); i++)
-                if (tok_is(t, cmd_table[i].name)) {
+                if (kv__tok_is(t, cmd_table[i].name)) {
                         *cmd = cmd_table[i].cmd;
                         return true;
                 }
@@ -281,7 +273,7 @@ static bool lookup(const struct tok *t, enum kv_cmd *cmd)
 /* "<cmd> <key> <flags> <exptime> <bytes> [<cas>] [noreply]": the line's
  * part. Returns OK with req->dlen set, or an error; a refused line leaves
  * its data block to be read as commands, as memcached does. */
-static enum kv_parse_rc parse_store_line(const struct tok *t, unsigned n, struct kv_req *req,
+static enum kv_parse_rc parse_store_line(const struct kv_tok *t, unsigned n, struct kv_req *req,
                                          const char **err)
 {
         unsigned want = req->cmd == KV_CAS ? 6 : 5;
@@ -294,12 +286,12 @@ static enum kv_parse_rc parse_store_line(const struct tok *t, unsigned n, struct
         req->noreply = last_is_noreply(t, n);
         req->key = t[1].s;
         req->keylen = t[1].n;
-        if (!key_ok(t[1].n))
+        if (!kv__key_ok(t[1].n))
                 return refuse(req, err, KV_ERR_FORMAT);
-        if (!parse_u32(&t[2], &req->flags) || !parse_i32(&t[3], &req->exptime) ||
-            !parse_i32(&t[4], &bytes))
+        if (!kv__parse_u32(&t[2], &req->flags) || !kv__parse_i32(&t[3], &req->exptime) ||
+            !kv__parse_i32(&t[4], &bytes))
                 return refuse(req, err, KV_ERR_FORMAT);
-        if (req->cmd == KV_CAS && !parse_u64(&t[5], &req->cas))
+        if (req->cmd == KV_CAS && !kv__parse_u64(&t[5], &req->cas))
                 return refuse(req, err, KV_ERR_FORMAT);
         /* memcached adds 2 for the "\r\n" to an int. */
         if (bytes < 0 || bytes > INT32_MAX - 2)
@@ -308,13 +300,19 @@ static enum kv_parse_rc parse_store_line(const struct tok *t, unsigned n, struct
         return KV_PARSE_OK;
 }
 
-static enum kv_parse_rc parse_line(const char *line, size_t len, struct kv_req *req,
-                                   const char **err)
+static enum kv_parse_rc parse_line(struct kv_parser *p, const char *line, size_t len,
+                                   struct kv_req *req, const char **err)
 {
-        struct tok t[MAX_TOKENS];
+        struct kv_tok t[KV_META_TOKENS + 1];
         unsigned n;
 
-        n = tokenize(line, len, t, MAX_TOKENS);
+        n = kv__tokenize(line, len, t, MAX_TOKENS);
+        if (n > 0 && t[0].n == 2 && t[0].s[0] == 'm') {
+                /* Every two-byte command starting with 'm' is memcached's
+                 * meta family, with its own token limit. */
+                n = kv__tokenize(line, len, t, KV_META_TOKENS);
+                return kv__meta_parse(p, t, n, req, err);
+        }
         if (n == 0 || !lookup(&t[0], &req->cmd))
                 return fail(err, KV_ERR_UNKNOWN);
         switch (req->cmd) {
@@ -333,6 +331,13 @@ static enum kv_parse_rc parse_line(const char *line, size_t len, struct kv_req *
         case KV_VERSION:
         case KV_QUIT:
                 /* memcached 1.6 ignores whatever follows these two. */
+                return KV_PARSE_OK;
+        case KV_SHUTDOWN:
+                /* "shutdown [graceful]": whether it is allowed (-A) and the
+                 * mode are the server's to judge; the mode, if any, in key. */
+                req->nkeys = n - 1;
+                req->key = n > 1 ? t[1].s : NULL;
+                req->keylen = n > 1 ? t[1].n : 0;
                 return KV_PARSE_OK;
         case KV_STATS:
                 /* The subcommand, if any, is left to the caller in key. */
@@ -357,7 +362,7 @@ static enum kv_parse_rc parse_line(const char *line, size_t len, struct kv_req *
                 if (n == 2) {
                         req->noreply = false;
                 } else {
-                        bool zero = tok_is(&t[2], "0");
+                        bool zero = kv__tok_is(&t[2], "0");
 
                         if (!(n == 3 ? zero || req->noreply : zero && req->noreply))
                                 return refuse(req, err, KV_ERR_DELETE);
@@ -369,13 +374,13 @@ static enum kv_parse_rc parse_line(const char *line, size_t len, struct kv_req *
                  * is the error even when the number is bad too (below). */
                 if (n != 3 && n != 4)
                         return fail(err, KV_ERR_UNKNOWN);
-                if (key_ok(t[1].n) && !parse_u64(&t[2], &req->delta))
+                if (kv__key_ok(t[1].n) && !kv__parse_u64(&t[2], &req->delta))
                         return refuse(req, err, KV_ERR_DELTA);
                 break;
         case KV_TOUCH:
                 if (n != 3 && n != 4)
                         return fail(err, KV_ERR_UNKNOWN);
-                if (key_ok(t[1].n) && !parse_i32(&t[2], &req->exptime))
+                if (kv__key_ok(t[1].n) && !kv__parse_i32(&t[2], &req->exptime))
                         return refuse(req, err, KV_ERR_EXPTIME);
                 break;
         case KV_FLUSH_ALL:
@@ -384,7 +389,7 @@ static enum kv_parse_rc parse_line(const char *line, size_t len, struct kv_req *
                 if (n > 3)
                         return fail(err, KV_ERR_UNKNOWN);
                 req->delay = 0;
-                if (n != (req->noreply ? 2u : 1u) && !parse_i32(&t[1], &req->delay))
+                if (n != (req->noreply ? 2u : 1u) && !kv__parse_i32(&t[1], &req->delay))
                         return refuse(req, err, KV_ERR_EXPTIME);
                 return KV_PARSE_OK;
         case KV_VERBOSITY:
@@ -392,23 +397,38 @@ static enum kv_parse_rc parse_line(const char *line, size_t len, struct kv_req *
                  * all: its level does not parse, and noreply silences that. */
                 if (n != 2 && n != 3)
                         return fail(err, KV_ERR_UNKNOWN);
-                if (!parse_u32(&t[1], &req->level))
+                if (!kv__parse_u32(&t[1], &req->level))
                         return refuse(req, err, KV_ERR_FORMAT);
+                return KV_PARSE_OK;
+        case KV_CACHE_MEMLIMIT:
+                /* "cache_memlimit <megabytes> [noreply]", in memcached's
+                 * words, whose checks of the number come before any shard. */
+                if (n != 2 && n != 3)
+                        return fail(err, KV_ERR_UNKNOWN);
+                if (!kv__parse_u32(&t[1], &req->level))
+                        return refuse(req, err, KV_ERR_UNKNOWN);
+                if (req->level < 8)
+                        return refuse(req, err, "MEMLIMIT_TOO_SMALL cannot set maxbytes to "
+                                                "less than 8m\r\n");
+                if (req->level > 1000000000)
+                        return refuse(req, err, "MEMLIMIT_ADJUST_FAILED input value is "
+                                                "megabytes not bytes\r\n");
                 return KV_PARSE_OK;
         default:
                 return fail(err, KV_ERR_UNKNOWN);
         }
         /* delete, incr, decr, touch: one key, checked before the number. */
-        if (!key_ok(t[1].n))
+        if (!kv__key_ok(t[1].n))
                 return refuse(req, err, KV_ERR_FORMAT);
         req->key = t[1].s;
         req->keylen = t[1].n;
         return KV_PARSE_OK;
 }
 
+/* The commands a data block follows. */
 static bool is_store(enum kv_cmd c)
 {
-        return c >= KV_SET && c <= KV_CAS;
+        return (c >= KV_SET && c <= KV_CAS) || c == KV_MS;
 }
 
 enum kv_parse_rc kv_parse(struct kv_parser *p, const char *buf, size_t len, struct kv_req *req,
@@ -450,7 +470,7 @@ enum kv_parse_rc kv_parse(struct kv_parser *p, const char *buf, size_t len, stru
         if (nul != NULL)
                 line_len = (size_t)(nul - buf);
         memset(req, 0, sizeof(*req));
-        rc = parse_line(buf, line_len, req, err);
+        rc = parse_line(p, buf, line_len, req, err);
         if (rc != KV_PARSE_OK || !is_store(req->cmd)) {
                 *consumed = total;
                 return rc;
@@ -470,4 +490,97 @@ enum kv_parse_rc kv_parse(struct kv_parser *p, const char *buf, size_t len, stru
                 return refuse(req, err, KV_ERR_CHUNK);
         req->data = buf + total;
         return KV_PARSE_OK;
+}
+
+/* ---- replies ------------------------------------------------------------------------ */
+
+static const char *const outcome_lines[] = {
+        [KV_STORED] = "STORED\r\n",
+        [KV_NOT_STORED] = "NOT_STORED\r\n",
+        [KV_EXISTS] = "EXISTS\r\n",
+        [KV_NOT_FOUND] = "NOT_FOUND\r\n",
+        [KV_DELETED] = "DELETED\r\n",
+        [KV_TOUCHED] = "TOUCHED\r\n",
+        [KV_NON_NUMERIC] = "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n",
+        [KV_NO_MEMORY] = "SERVER_ERROR out of memory storing object\r\n",
+        [KV_TOO_LARGE] = KV_ERR_TOO_LARGE,
+};
+
+/* "VALUE <key> <flags> <bytes>[ <cas>]\r\n<data>\r\n", built by hand: this
+ * is the hottest reply. */
+static void value_block(const struct kv_req *r, const char *key, size_t klen,
+                        const struct kv_item *it, struct buf *out)
+{
+        char hdr[KV_KEY_MAX + 80]; /* 6 + key + 3 spaces + 3 numbers + \r\n */
+        int n;
+
+        memcpy(hdr, "VALUE ", 6);
+        memcpy(hdr + 6, key, klen);
+        n = 6 + (int)klen;
+        hdr[n++] = ' ';
+        n += kv_fmt_u64(hdr + n, it->flags);
+        hdr[n++] = ' ';
+        n += kv_fmt_u64(hdr + n, it->vlen);
+        if (r->cmd == KV_GETS || r->cmd == KV_GATS) {
+                hdr[n++] = ' ';
+                n += kv_fmt_u64(hdr + n, it->cas);
+        }
+        hdr[n++] = '\r';
+        hdr[n++] = '\n';
+        buf_add(out, hdr, (size_t)n);
+        buf_add(out, kv_item_value(it), it->vlen);
+        buf_add(out, "\r\n", 2);
+}
+
+void kv_ascii_reply(const struct kv_req *r, const char *key, size_t klen,
+                    const struct kv_result *res, struct buf *out)
+{
+        char num[24];
+        int n;
+
+        switch (r->cmd) {
+        case KV_GET:
+        case KV_GETS:
+        case KV_GAT:
+        case KV_GATS:
+                if (res->it)
+                        value_block(r, key, klen, res->it, out);
+                return;
+        case KV_VERSION:
+                buf_str(out, "VERSION " KV_VERSION_STRING "\r\n");
+                return;
+        case KV_QUIT:
+                return;
+        default:
+                break;
+        }
+        /* memcached's noreply silences every outcome, errors included. */
+        if (r->noreply)
+                return;
+        switch (r->cmd) {
+        case KV_VERBOSITY:
+        case KV_FLUSH_ALL:
+        case KV_CACHE_MEMLIMIT:
+                buf_str(out, "OK\r\n");
+                return;
+        default:
+                break;
+        }
+        if (res->rc == KV_OK) { /* incr, decr */
+                n = kv_fmt_u64(num, res->number);
+                num[n++] = '\r';
+                num[n++] = '\n';
+                buf_add(out, num, (size_t)n);
+                return;
+        }
+        buf_str(out, outcome_lines[res->rc]);
+}
+
+void kv_ascii_stat(const char *name, const char *val, size_t vlen, struct buf *out)
+{
+        buf_str(out, "STAT ");
+        buf_str(out, name);
+        buf_add(out, " ", 1);
+        buf_add(out, val, vlen);
+        buf_add(out, "\r\n", 2);
 }

@@ -21,6 +21,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "result.h"
+
+/** What "version" answers (and "stats" calls version). */
+#define KV_VERSION_STRING "1.6.0-pc-kv"
 /** Longest key memcached accepts (ASCII and binary). */
 #define KV_KEY_MAX 250
 /** Longest command line (a multi-get's keys included), "\r\n" excluded.
@@ -52,6 +56,14 @@ enum kv_cmd {
         KV_VERBOSITY,
         KV_QUIT,
         KV_STATS,
+        KV_SHUTDOWN,
+        KV_CACHE_MEMLIMIT,
+        KV_MG, /**< the meta commands (proto KV_PROTO_META): get, */
+        KV_MS, /**< set, */
+        KV_MD, /**< delete, */
+        KV_MA, /**< arithmetic, */
+        KV_MN, /**< no-op, */
+        KV_ME, /**< debug */
         KV_NOOP, /**< binary only: a reply that flushes quiet ones */
 };
 
@@ -59,7 +71,11 @@ enum kv_cmd {
 enum kv_proto {
         KV_PROTO_ASCII,
         KV_PROTO_BINARY,
+        KV_PROTO_META, /**< memcached's meta commands, in an ASCII stream */
 };
+
+/** The most flags a meta command takes (memcached's token limit). */
+#define KV_META_FLAGS_MAX 17
 
 /** The error replies, with their "\r\n". */
 #define KV_ERR_UNKNOWN "ERROR\r\n"
@@ -79,7 +95,8 @@ struct kv_req {
         size_t keylen;
         const char *keys; /**< get family: the keys, space separated */
         size_t keys_len;
-        unsigned nkeys;   /**< get family: how many (gat, gats: may be 0) */
+        unsigned nkeys;   /**< get family: how many (gat, gats: may be 0); shutdown: its
+                               arguments, the first in key */
         uint32_t flags;   /**< storage commands (memcached keeps the low 32 bits) */
         int64_t exptime;  /**< storage commands, gat, touch: the low 32 bits sent, signed */
         uint64_t cas;     /**< cas: the unique value */
@@ -102,16 +119,45 @@ struct kv_req {
         uint8_t base_cmd; /**< binary KV_CAS: the enum kv_cmd sent (set/add/replace) */
         bool quiet;       /**< quiet variant: no reply on success (get family: on a miss) */
         bool want_key;    /**< getk, getkq, gatk, gatkq: the reply carries the key */
-        bool no_create;   /**< incr/decr with expiration 0xffffffff: a missing key is NOT_FOUND */
+        bool vivify;      /**< incr/decr: a missing key is created with @initial (binary,
+                               unless the expiration is 0xffffffff) */
         uint32_t opaque;  /**< echoed in the reply */
         uint64_t initial; /**< incr/decr: the value stored when the key is missing */
-        uint32_t level;   /**< verbosity */
+        uint32_t level;   /**< verbosity; cache_memlimit: megabytes (8..1000000000) */
+        /* Meta commands only (proto == KV_PROTO_META). The flags keep the
+         * order they were sent in: the reply's flags come in that order,
+         * and mg's and ma's T and N act at their place in it. q is quiet,
+         * T exptime, F flags, C cas (with has_cas), D delta, J initial,
+         * N vivify and viv_exptime, as their classic counterparts. */
+        char mflags[KV_META_FLAGS_MAX]; /**< each flag's letter, in order */
+        uint8_t nmflags;
+        uint8_t mstop;    /**< mg, ma: flags from here on do nothing (see err) */
+        char mode;        /**< ms, ma: the M flag's mode letter, 0 without one */
+        bool has_cas;     /**< C was sent */
+        bool b64;         /**< b: key holds the key decoded from base64 */
+        const char *mopaque; /**< O: the whole token, 'O' included, echoed */
+        uint8_t mopaque_len;
+        int64_t viv_exptime; /**< N: the new item's exptime */
+        int64_t recache;  /**< R: win the recache when fewer seconds remain */
+        /** mg, ma: the error memcached sends for this request after running
+         *  it up to flag mstop (an opaque token too long), or NULL. */
+        const char *err;
 };
+
+/** Was meta flag @c sent? */
+static inline bool kv_req_mflag(const struct kv_req *r, char c)
+{
+        for (unsigned i = 0; i < r->nmflags; i++)
+                if (r->mflags[i] == c)
+                        return true;
+        return false;
+}
 
 /** The parser's state between calls: bytes of a refused value still to skip. */
 struct kv_parser {
         size_t item_max;
         size_t swallow;
+        char key[KV_KEY_MAX]; /* a meta key decoded from base64 (b) */
 };
 
 enum kv_parse_rc {
@@ -160,5 +206,20 @@ static inline int kv_fmt_u64(char *p, uint64_t v)
 
 /** The command's name, as sent ("get", "flush_all", ...). */
 const char *kv_cmd_name(enum kv_cmd cmd);
+
+/* ---- replies ------------------------------------------------------------------------ */
+
+/**
+ * Write the ASCII reply to @r from @res into @out: the VALUE block of one
+ * key (@key) of a get-family request (a miss writes nothing; "END" after
+ * the last key is the caller's), a write's outcome line, an incr result,
+ * "OK" or "VERSION ..." for the commands done without a store. A noreply
+ * request writes nothing, as memcached (a non-numeric incr's error neither).
+ */
+void kv_ascii_reply(const struct kv_req *r, const char *key, size_t klen,
+                    const struct kv_result *res, struct buf *out);
+
+/** One "STAT <name> <value>" line of a stats reply. */
+void kv_ascii_stat(const char *name, const char *val, size_t vlen, struct buf *out);
 
 #endif

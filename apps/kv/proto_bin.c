@@ -172,7 +172,7 @@ static void fill(struct kv_req *req, const struct shape *s, const struct hdr *h,
                 req->delta = be64(ext);
                 req->initial = be64(ext + 8);
                 req->exptime = be32(ext + 16);
-                req->no_create = be32(ext + 16) == UINT32_MAX;
+                req->vivify = be32(ext + 16) != UINT32_MAX;
                 break;
         case KV_TOUCH:
                 req->exptime = be32(ext);
@@ -267,4 +267,147 @@ enum kv_parse_rc kv_bin_parse(struct kv_parser *p, const char *buf, size_t len,
         fill(req, s, &h, b);
         *consumed = (size_t)frame;
         return KV_PARSE_OK;
+}
+
+/* ---- replies ------------------------------------------------------------------------ */
+
+/* The text memcached puts in the body of an error response. */
+static const char *message(uint16_t status)
+{
+        switch (status) {
+        case KV_BIN_ENOENT:
+                return "Not found";
+        case KV_BIN_EEXISTS:
+                return "Data exists for key.";
+        case KV_BIN_E2BIG:
+                return "Too large.";
+        case KV_BIN_EINVAL:
+                return "Invalid arguments";
+        case KV_BIN_NOT_STORED:
+                return "Not stored.";
+        case KV_BIN_DELTA_BADVAL:
+                return "Non-numeric server-side value for incr or decr";
+        case KV_BIN_ENOMEM:
+                return "Out of memory";
+        default:
+                return "Unknown command";
+        }
+}
+
+static void frame(struct buf *out, const struct kv_req *r, uint16_t status, uint64_t cas,
+                  const void *ext, uint8_t extlen, const char *key, size_t klen, const void *val,
+                  size_t vlen)
+{
+        char h[KV_BIN_HDR_LEN];
+
+        kv_bin_put_header(h, r->opcode, (uint16_t)klen, extlen, status,
+                          (uint32_t)(extlen + klen + vlen), r->opaque, cas);
+        buf_add(out, h, sizeof(h));
+        buf_add(out, ext, extlen);
+        buf_add(out, key, klen);
+        buf_add(out, val, vlen);
+}
+
+void kv_bin_error(const struct kv_req *r, uint16_t status, struct buf *out)
+{
+        const char *m = message(status);
+
+        frame(out, r, status, 0, NULL, 0, NULL, 0, m, strlen(m));
+}
+
+void kv_bin_stat(const struct kv_req *r, const char *name, const char *val, size_t vlen,
+                 struct buf *out)
+{
+        frame(out, r, KV_BIN_OK, 0, NULL, 0, name, name ? strlen(name) : 0, val, vlen);
+}
+
+/* An outcome as memcached's status for @r's command. */
+static uint16_t status_of(const struct kv_req *r, enum kv_store_rc rc)
+{
+        switch (rc) {
+        case KV_OK:
+        case KV_STORED:
+        case KV_DELETED:
+        case KV_TOUCHED:
+                return KV_BIN_OK;
+        case KV_NOT_STORED:
+                /* add finds the key, replace misses it: said as such. */
+                if (r->cmd == KV_ADD)
+                        return KV_BIN_EEXISTS;
+                if (r->cmd == KV_REPLACE)
+                        return KV_BIN_ENOENT;
+                return KV_BIN_NOT_STORED;
+        case KV_EXISTS:
+                return KV_BIN_EEXISTS;
+        case KV_NOT_FOUND:
+                return KV_BIN_ENOENT;
+        case KV_NON_NUMERIC:
+                return KV_BIN_DELTA_BADVAL;
+        case KV_TOO_LARGE:
+                return KV_BIN_E2BIG;
+        default:
+                return KV_BIN_ENOMEM;
+        }
+}
+
+/* get, getk, gat, gatk and their quiet forms. */
+static void value(const struct kv_req *r, const char *key, size_t klen,
+                  const struct kv_result *res, struct buf *out)
+{
+        const struct kv_item *it = res->it;
+        unsigned char flags[4];
+
+        if (it == NULL) {
+                if (r->quiet)
+                        return;
+                if (r->want_key)
+                        frame(out, r, KV_BIN_ENOENT, 0, NULL, 0, key, klen, NULL, 0);
+                else
+                        kv_bin_error(r, KV_BIN_ENOENT, out);
+                return;
+        }
+        kv_bin_put32(flags, it->flags);
+        frame(out, r, KV_BIN_OK, it->cas, flags, 4, key, r->want_key ? klen : 0,
+              kv_item_value(it), it->vlen);
+}
+
+void kv_bin_reply(const struct kv_req *r, const char *key, size_t klen,
+                  const struct kv_result *res, struct buf *out)
+{
+        static const char version[] = KV_VERSION_STRING;
+        unsigned char b[8];
+        uint16_t st;
+
+        switch (r->cmd) {
+        case KV_GET:
+        case KV_GAT:
+                value(r, key, klen, res, out);
+                return;
+        case KV_VERSION:
+                frame(out, r, KV_BIN_OK, 0, NULL, 0, NULL, 0, version, sizeof(version) - 1);
+                return;
+        default:
+                break;
+        }
+        st = status_of(r, res->rc);
+        if (st != KV_BIN_OK) {
+                kv_bin_error(r, st, out);
+                return;
+        }
+        if (r->quiet)
+                return;
+        switch (r->cmd) {
+        case KV_INCR:
+        case KV_DECR:
+                kv_bin_put64(b, res->number);
+                frame(out, r, KV_BIN_OK, res->cas, NULL, 0, NULL, 0, b, 8);
+                return;
+        case KV_TOUCH: /* answered with the item's flags, as memcached */
+                kv_bin_put32(b, res->it->flags);
+                frame(out, r, KV_BIN_OK, res->it->cas, b, 4, NULL, 0, NULL, 0);
+                return;
+        default:
+                frame(out, r, KV_BIN_OK, res->cas, NULL, 0, NULL, 0, NULL, 0);
+                return;
+        }
 }

@@ -121,7 +121,7 @@ static inline void kv_bin_put64(unsigned char *b, uint64_t v)
  *       data/dlen.
  *     append, prepend (+q): key, data/dlen (and cas, which memcached checks).
  *     delete (+q): key. incr, decr (+q): key, delta, initial, exptime, and
- *       no_create when the expiration is 0xffffffff.
+ *       vivify unless the expiration is 0xffffffff.
  *     touch: key, exptime. gat, gatq, gatk, gatkq: KV_GAT, key (also as
  *       keys, nkeys 1), exptime, quiet/want_key as for get.
  *     flush (+q): KV_FLUSH_ALL, delay (0 without extras).
@@ -164,5 +164,24 @@ enum kv_parse_rc kv_bin_parse(struct kv_parser *p, const char *buf, size_t len,
 void kv_bin_put_header(char out[KV_BIN_HDR_LEN], uint8_t opcode, uint16_t keylen,
                        uint8_t extlen, uint16_t status, uint32_t bodylen, uint32_t opaque,
                        uint64_t cas);
+
+/* ---- replies ------------------------------------------------------------------------ */
+
+/**
+ * Write the binary response to @r from @res into @out, as memcached 1.6
+ * frames it: a get's flags and value (and @key for the k variants; a miss
+ * of a quiet get writes nothing), a write's status and new cas, an incr's
+ * value, touch's flags. A quiet request's success writes nothing; its
+ * errors are written.
+ */
+void kv_bin_reply(const struct kv_req *r, const char *key, size_t klen,
+                  const struct kv_result *res, struct buf *out);
+
+/** An error response to @r with @status and memcached's text for it. */
+void kv_bin_error(const struct kv_req *r, uint16_t status, struct buf *out);
+
+/** One stat of a stat response (@name NULL: the empty frame that ends it). */
+void kv_bin_stat(const struct kv_req *r, const char *name, const char *val, size_t vlen,
+                 struct buf *out);
 
 #endif

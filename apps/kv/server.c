@@ -42,6 +42,7 @@ struct kv_wstat kv_wstats[PC_MAX_WORKERS];
 _Static_assert(sizeof(struct kv_wstat) == 64, "one counter block per cache line");
 
 int kv_tcp_start(void);
+void kv_tcp_free(void);
 int kv_udp_start_kernel(void);
 int kv_udp_start_dpdk(struct pc_port *p);
 
@@ -55,7 +56,8 @@ static void usage(FILE *f)
 {
         fprintf(f,
                 "usage: pc-kv [-p TCP_PORT] [-U UDP_PORT] [-l ADDR] [-m MB] [-t WORKERS]\n"
-                "             [-c MAXCONNS] [-I ITEM_MAX] [-v] [--backend kernel|dpdk] [--help]\n"
+                "             [-c MAXCONNS] [-I ITEM_MAX] [-A] [-v] [--backend kernel|dpdk]\n"
+                "             [--help]\n"
                 "A memcached-compatible cache (ASCII and binary protocols over TCP, memcached's\n"
                 "UDP frames), its data sharded by key across the workers. Runs until\n"
                 "SIGINT/SIGTERM.\n"
@@ -67,6 +69,8 @@ static void usage(FILE *f)
                 "  -t N            workers (default: PERCORE_WORKERS or one per CPU)\n"
                 "  -c N            most simultaneous connections (1024)\n"
                 "  -I SIZE         largest value, bytes or with k/m suffix (1m)\n"
+                "  -A, --enable-shutdown\n"
+                "                  let the shutdown command stop the server\n"
                 "  -v              more logging (repeat for more)\n"
                 "  --backend B     kernel (io_uring sockets, default) or dpdk (UDP only, the\n"
                 "                  port from PERCORE_EAL_ARGS, e.g. net_af_packet on a veth)\n"
@@ -137,6 +141,7 @@ static int parse_flags(int argc, char **argv, struct pc_config *cfg)
 {
         static const struct option lopts[] = {
                 {"backend", required_argument, NULL, 'b'},
+                {"enable-shutdown", no_argument, NULL, 'A'},
                 {"help", no_argument, NULL, 'h'},
                 {NULL, 0, NULL, 0},
         };
@@ -144,7 +149,7 @@ static int parse_flags(int argc, char **argv, struct pc_config *cfg)
         struct in_addr ia;
         int c;
 
-        while ((c = getopt_long(argc, argv, "p:U:l:m:t:c:I:vh", lopts, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, "p:U:l:m:t:c:I:Avh", lopts, NULL)) != -1) {
                 switch (c) {
                 case 'b':
                         if (strcmp(optarg, "kernel") && strcmp(optarg, "dpdk"))
@@ -179,6 +184,9 @@ static int parse_flags(int argc, char **argv, struct pc_config *cfg)
                 case 'I':
                         if (parse_size(optarg, &kv_set.item_max))
                                 return bad_flag("-I", optarg, "1k..1024m");
+                        break;
+                case 'A':
+                        kv_set.shutdown_ok = true;
                         break;
                 case 'v':
                         kv_set.verbose++;
@@ -302,6 +310,7 @@ int main(int argc, char **argv)
                 fprintf(stderr, "pc-kv: run: %s\n", pc_strerror(rc));
 out:
         pc_runtime_destroy(kv_rt);
+        kv_tcp_free(); /* connections still open: closed by the destroy */
         for (unsigned w = 0; w < workers; w++)
                 kv_store_destroy(kv_stores[w]);
         return rc ? 1 : 0;

@@ -3,8 +3,9 @@
  * "stats" and its groups, as memcached 1.6 names them: the general
  * counters, "settings", "items", "slabs", and "reset". Counters live in
  * each worker's store and are read there (pc_map_reduce), summed on the
- * asking worker and written as "STAT name value" lines (ASCII) or as one
- * binary frame per stat ended by an empty one.
+ * asking worker and written one stat at a time by the request's protocol
+ * encoder ("STAT name value" lines, or one binary frame per stat ended by
+ * an empty one).
  *
  * pc-kv has one LRU per shard and no slab classes: "items" and "slabs"
  * report the whole cache as one class, numbered 1, with what is
@@ -50,34 +51,7 @@ static void stat(struct buf *b, const struct kv_req *r, const char *name, const 
                 return;
         if ((size_t)n >= sizeof(val))
                 n = sizeof(val) - 1;
-        if (r->proto == KV_PROTO_BINARY) {
-                char h[24];
-                size_t kl = strlen(name);
-
-                kv_bin_put_header(h, r->opcode, (uint16_t)kl, 0, KV_BIN_OK,
-                                  (uint32_t)(kl + (size_t)n), r->opaque, 0);
-                buf_add(b, h, sizeof(h));
-                buf_add(b, name, kl);
-                buf_add(b, val, (size_t)n);
-                return;
-        }
-        buf_str(b, "STAT ");
-        buf_str(b, name);
-        buf_add(b, " ", 1);
-        buf_add(b, val, (size_t)n);
-        buf_add(b, "\r\n", 2);
-}
-
-static void stats_end(struct buf *b, const struct kv_req *r)
-{
-        char h[24];
-
-        if (r->proto == KV_PROTO_ASCII) {
-                buf_str(b, "END\r\n");
-                return;
-        }
-        kv_bin_put_header(h, r->opcode, 0, 0, KV_BIN_OK, 0, r->opaque, 0);
-        buf_add(b, h, sizeof(h));
+        kv_reply_stat(r, name, val, (size_t)n, b);
 }
 
 #define U(name, v) stat(b, r, name, "%" PRIu64, (uint64_t)(v))
@@ -259,7 +233,7 @@ static void stats_done(void *acc, void *done_arg)
                 if (sc->g == G_RESET && r->proto == KV_PROTO_ASCII)
                         buf_str(&b, "RESET\r\n");
                 else
-                        stats_end(&b, r);
+                        kv_reply_stats_end(r, &b);
         }
         free(t);
         kv_pending_fill(sc->k, sc->pd, 0, &b);
@@ -295,7 +269,7 @@ void kv_stats(struct kv_sink *k, const struct kv_req *r)
                 b = kv_sink_slot(k);
                 if (b) {
                         settings(b, r);
-                        stats_end(b, r);
+                        kv_reply_stats_end(r, b);
                 }
                 return;
         }

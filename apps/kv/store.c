@@ -78,6 +78,12 @@ int64_t kv_store_now(const struct kv_store *s)
         return s->clock(s->clock_arg);
 }
 
+void kv_store_set_cap(struct kv_store *s, size_t mem_cap)
+{
+        s->mem_cap = mem_cap;
+        s->st.limit_maxbytes = mem_cap;
+}
+
 void kv_store_stats(const struct kv_store *s, struct kv_store_stats *out)
 {
         *out = s->st;
@@ -221,6 +227,19 @@ static void bump(struct kv_store *s, struct kv_item *it)
         }
 }
 
+/* A read, as memcached's segmented LRU marks one: the first sets FETCHED,
+ * the second ACTIVE and the access time; later ones leave both. */
+static void read_item(struct kv_store *s, struct kv_item *it, int64_t now)
+{
+        if (!(it->iflags & KV_IT_FETCHED))
+                it->iflags |= KV_IT_FETCHED;
+        else if (!(it->iflags & KV_IT_ACTIVE)) {
+                it->iflags |= KV_IT_ACTIVE;
+                it->atime = (uint32_t)now;
+        }
+        bump(s, it);
+}
+
 /* A new, unlinked item; its value is left for the caller to fill. */
 static struct kv_item *item_new(const char *key, size_t klen, uint32_t flags, int64_t exptime,
                                 size_t vlen, int64_t now)
@@ -234,6 +253,7 @@ static struct kv_item *item_new(const char *key, size_t klen, uint32_t flags, in
         it->flags = flags;
         it->exptime = exptime;
         it->stime = now;
+        it->atime = (uint32_t)now;
         it->klen = (uint8_t)klen;
         it->vlen = (uint32_t)vlen;
         memcpy(it->data, key, klen);
@@ -263,7 +283,8 @@ static void install(struct kv_store *s, struct kv_item *old, struct kv_item *it)
 
 const struct kv_item *kv_store_get(struct kv_store *s, const char *key, size_t klen)
 {
-        struct kv_item *it = find(s, key, klen, kv_store_now(s));
+        int64_t now = kv_store_now(s);
+        struct kv_item *it = find(s, key, klen, now);
 
         s->st.cmd_get++;
         if (it == NULL) {
@@ -271,7 +292,7 @@ const struct kv_item *kv_store_get(struct kv_store *s, const char *key, size_t k
                 return NULL;
         }
         s->st.get_hits++;
-        bump(s, it);
+        read_item(s, it, now);
         return it;
 }
 
@@ -291,18 +312,19 @@ const struct kv_item *kv_store_gat(struct kv_store *s, const char *key, size_t k
         s->st.get_hits++;
         s->st.touch_hits++;
         it->exptime = abs_exptime(exptime, now);
-        bump(s, it);
+        read_item(s, it, now);
         /* A negative exptime answers this once, then the item is gone. */
         return it;
 }
 
 enum kv_store_rc kv_store_update(struct kv_store *s, int mode, const char *key, size_t klen,
                                  uint32_t flags, int64_t exptime, const void *val, size_t vlen,
-                                 uint64_t cas)
+                                 uint64_t cas, unsigned opts)
 {
         int64_t now = kv_store_now(s);
         struct kv_item *old = find(s, key, klen, now), *it;
         size_t total = vlen;
+        bool stale = false;
 
         s->st.cmd_set++;
         switch (mode) {
@@ -325,7 +347,11 @@ enum kv_store_rc kv_store_update(struct kv_store *s, int mode, const char *key, 
                         s->st.cas_misses++;
                         return KV_NOT_FOUND;
                 }
-                if (old->cas != cas) {
+                /* An invalidating set (meta I) whose cas is older than the
+                 * item's (and not 0, which matches nothing) stores anyway,
+                 * as a stale value. */
+                stale = (opts & KV_W_STALE_OK) && cas != 0 && cas < old->cas;
+                if (old->cas != cas && !stale) {
                         s->st.cas_badval++;
                         return KV_EXISTS;
                 }
@@ -353,6 +379,13 @@ enum kv_store_rc kv_store_update(struct kv_store *s, int mode, const char *key, 
                 memcpy(it->data + klen + vlen, kv_item_value(old), old->vlen);
         } else {
                 memcpy(it->data + klen, val, vlen);
+        }
+        /* memcached builds an appended item afresh, binary key or not. */
+        if ((opts & KV_W_KEY_BINARY) && mode != KV_APPEND && mode != KV_PREPEND)
+                it->iflags |= KV_IT_KEY_BINARY;
+        if (stale) { /* keeps the expiry, and whether a win was sent */
+                it->exptime = old->exptime;
+                it->iflags |= KV_IT_STALE | (old->iflags & KV_IT_WIN_SENT);
         }
         install(s, old, it);
         return KV_STORED;
@@ -384,7 +417,7 @@ uint64_t kv_store_last_cas(const struct kv_store *s)
 }
 
 enum kv_store_rc kv_store_touch(struct kv_store *s, const char *key, size_t klen,
-                                int64_t exptime)
+                                int64_t exptime, const struct kv_item **out)
 {
         int64_t now = kv_store_now(s);
         struct kv_item *it = find(s, key, klen, now);
@@ -396,40 +429,63 @@ enum kv_store_rc kv_store_touch(struct kv_store *s, const char *key, size_t klen
         }
         s->st.touch_hits++;
         it->exptime = abs_exptime(exptime, now);
-        bump(s, it);
+        read_item(s, it, now);
+        if (out)
+                *out = it;
         return KV_TOUCHED;
 }
 
-/* A stored number: 1..20 digits, then only spaces (memcached pads). */
+/* isspace() in the C locale. */
+static bool is_space(char c)
+{
+        return c == ' ' || (c >= '\t' && c <= '\r');
+}
+
+/* The number a value holds, as memcached's safe_strtoull() reads it where
+ * the value is followed by its "\r\n": white space, a sign, digits, then
+ * the end, a NUL or white space. A '-' is refused only when it leaves the
+ * number negative as an int64 ("-0" is 0, "-18446744073709551615" is 1).
+ * memcached refuses an empty value before it reads one. */
 static bool value_number(const struct kv_item *it, uint64_t *out)
 {
-        const char *v = kv_item_value(it);
+        const char *v = kv_item_value(it), *end = v + it->vlen;
         uint64_t n = 0;
-        size_t i = 0;
+        bool neg, digits = false;
 
-        for (; i < it->vlen && v[i] >= '0' && v[i] <= '9'; i++) {
-                unsigned d = (unsigned)(v[i] - '0');
-
-                if (i >= 20 || n > (UINT64_MAX - d) / 10)
-                        return false;
-                n = n * 10 + d;
-        }
-        if (i == 0)
+        if (it->vlen == 0)
                 return false;
-        for (; i < it->vlen; i++)
-                if (v[i] != ' ')
-                        return false;
+        while (v < end && is_space(*v))
+                v++;
+        neg = v < end && *v == '-';
+        if (v < end && (*v == '-' || *v == '+'))
+                v++;
+        for (; v < end && *v >= '0' && *v <= '9'; v++) {
+                unsigned d = (unsigned)(*v - '0');
+
+                if (n > (UINT64_MAX - d) / 10)
+                        return false; /* ERANGE */
+                n = n * 10 + d;
+                digits = true;
+        }
+        if (!digits || (v < end && *v != '\0' && !is_space(*v)))
+                return false;
+        if (neg)
+                n = 0 - n;
+        if (neg && n > INT64_MAX)
+                return false;
         *out = n;
         return true;
 }
 
 enum kv_store_rc kv_store_arith(struct kv_store *s, const char *key, size_t klen, bool incr,
-                                uint64_t delta, uint64_t *result)
+                                uint64_t delta, uint64_t cas, uint64_t *result,
+                                const struct kv_item **out)
 {
         int64_t now = kv_store_now(s);
         struct kv_item *old = find(s, key, klen, now), *it;
         char num[24];
         uint64_t v;
+        size_t vlen;
         int n;
 
         if (old == NULL) {
@@ -439,6 +495,10 @@ enum kv_store_rc kv_store_arith(struct kv_store *s, const char *key, size_t klen
                         s->st.decr_misses++;
                 return KV_NOT_FOUND;
         }
+        if (old->vlen == 0)
+                return KV_NON_NUMERIC;
+        if (cas && old->cas != cas)
+                return KV_EXISTS;
         if (!value_number(old, &v))
                 return KV_NON_NUMERIC;
         if (incr) {
@@ -449,14 +509,75 @@ enum kv_store_rc kv_store_arith(struct kv_store *s, const char *key, size_t klen
                 s->st.decr_hits++;
         }
         n = kv_fmt_u64(num, v);
-        it = item_new(key, klen, old->flags, 0, (size_t)n, now);
-        if (it == NULL)
-                return KV_NO_MEMORY;
-        it->exptime = old->exptime;
-        memcpy(it->data + klen, num, (size_t)n);
-        *result = v;
-        install(s, old, it);
+        if ((size_t)n <= old->vlen) {
+                /* In place, as memcached: the item stays, padded with
+                 * spaces, with a new cas. */
+                memcpy(old->data + klen, num, (size_t)n);
+                memset(old->data + klen + n, ' ', old->vlen - (size_t)n);
+                old->cas = ++s->next_cas;
+                it = old;
+        } else {
+                vlen = (size_t)n;
+                it = item_new(key, klen, old->flags, 0, vlen, now);
+                if (it == NULL)
+                        return KV_NO_MEMORY;
+                it->exptime = old->exptime; /* and nothing of iflags, as memcached */
+                memcpy(it->data + klen, num, vlen);
+                install(s, old, it);
+        }
+        if (result)
+                *result = v;
+        if (out)
+                *out = it;
         return KV_STORED;
+}
+
+/* ---- the meta commands' item operations ---------------------------------------------- */
+
+int64_t kv_store_abs_exptime(const struct kv_store *s, int64_t exptime)
+{
+        return abs_exptime(exptime, kv_store_now(s));
+}
+
+void kv_store_read(struct kv_store *s, const struct kv_item *it)
+{
+        read_item(s, (struct kv_item *)it, kv_store_now(s));
+}
+
+void kv_store_set_exptime(struct kv_store *s, const struct kv_item *it, int64_t exptime)
+{
+        ((struct kv_item *)it)->exptime = abs_exptime(exptime, kv_store_now(s));
+}
+
+void kv_store_set_iflags(struct kv_store *s, const struct kv_item *it, unsigned set,
+                         unsigned clear)
+{
+        struct kv_item *w = (struct kv_item *)it;
+
+        (void)s;
+        w->iflags = (uint8_t)((w->iflags | set) & ~clear);
+}
+
+void kv_store_recas(struct kv_store *s, const struct kv_item *it)
+{
+        ((struct kv_item *)it)->cas = ++s->next_cas;
+}
+
+void kv_store_count_get(struct kv_store *s, bool hit, bool touched)
+{
+        if (touched) {
+                s->st.cmd_touch++;
+                if (hit)
+                        s->st.touch_hits++;
+                else
+                        s->st.touch_misses++;
+                return;
+        }
+        s->st.cmd_get++;
+        if (hit)
+                s->st.get_hits++;
+        else
+                s->st.get_misses++;
 }
 
 void kv_store_flush(struct kv_store *s, int64_t delay)

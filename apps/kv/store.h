@@ -15,6 +15,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* What an item has been through (kv_item.iflags), as memcached's meta
+ * commands tell it. */
+#define KV_IT_FETCHED 0x01    /**< read since stored (mg h) */
+#define KV_IT_ACTIVE 0x02     /**< read twice: the second read set atime, later ones do not */
+#define KV_IT_STALE 0x04      /**< invalidated (md I, ms I): mg answers X */
+#define KV_IT_WIN_SENT 0x08   /**< a recache win (W) went out: later readers get Z */
+#define KV_IT_KEY_BINARY 0x10 /**< stored with a base64 key: mg k answers in base64 */
+
 /** An item: header, then the key, then the value (no "\r\n"). */
 struct kv_item {
         struct kv_item *hnext;          /* hash chain */
@@ -25,7 +33,9 @@ struct kv_item {
         int64_t stime;   /* when stored, for delayed flush_all */
         uint32_t flags;
         uint32_t vlen;
+        uint32_t atime;  /* last access as memcached keeps it: stored, or read twice */
         uint8_t klen;
+        uint8_t iflags;  /* KV_IT_* */
         char data[];
 };
 
@@ -51,8 +61,9 @@ struct kv_store_stats {
         uint64_t curr_items, bytes, limit_maxbytes;
 };
 
-/** What a write did. */
+/** What a command did. */
 enum kv_store_rc {
+        KV_OK,        /**< a read hit, or a command with nothing else to say */
         KV_STORED,
         KV_NOT_STORED,
         KV_EXISTS,    /**< cas: the unique value changed */
@@ -61,6 +72,7 @@ enum kv_store_rc {
         KV_TOUCHED,
         KV_NON_NUMERIC, /**< incr/decr on a value that is not a number */
         KV_NO_MEMORY,   /**< the item alone exceeds the store's cap */
+        KV_TOO_LARGE,   /**< refused before the store: the value is over the item maximum */
 };
 
 typedef int64_t (*kv_clock_fn)(void *arg);
@@ -85,13 +97,17 @@ const struct kv_item *kv_store_get(struct kv_store *s, const char *key, size_t k
 const struct kv_item *kv_store_gat(struct kv_store *s, const char *key, size_t klen,
                                    int64_t exptime);
 
+/* kv_store_update() options, for the meta set's flags. */
+#define KV_W_STALE_OK 0x1   /**< cas: an older cas than the item's stores, marked stale (I) */
+#define KV_W_KEY_BINARY 0x2 /**< the key came in base64 (b): KV_IT_KEY_BINARY */
+
 /** set, add, replace, append, prepend, cas: @mode is one of those
  *  commands' enum kv_cmd values from proto_ascii.h; @cas for cas, and for
- *  append/prepend when non-zero (binary protocol: must match, else
- *  KV_EXISTS). */
+ *  append/prepend when non-zero (binary protocol, meta C: must match, else
+ *  KV_EXISTS). @opts: KV_W_* or 0. */
 enum kv_store_rc kv_store_update(struct kv_store *s, int mode, const char *key, size_t klen,
                                  uint32_t flags, int64_t exptime, const void *val, size_t vlen,
-                                 uint64_t cas);
+                                 uint64_t cas, unsigned opts);
 
 /** delete; a non-zero @cas must match the item's (else KV_EXISTS), as the
  *  binary protocol's delete. */
@@ -104,17 +120,51 @@ const struct kv_item *kv_store_peek(struct kv_store *s, const char *key, size_t 
 /** The cas unique value given by the last successful write (what the
  *  binary protocol returns in a write's reply). */
 uint64_t kv_store_last_cas(const struct kv_store *s);
-enum kv_store_rc kv_store_touch(struct kv_store *s, const char *key, size_t klen,
-                                int64_t exptime);
 
-/** incr (@incr true) or decr by @delta; *@result gets the new value.
- *  incr wraps at 2^64, decr stops at 0, as memcached. */
+/** touch: a new @exptime for the live item; KV_TOUCHED (and the item in
+ *  *@it when @it is not NULL, even when the new time has already passed),
+ *  or KV_NOT_FOUND. */
+enum kv_store_rc kv_store_touch(struct kv_store *s, const char *key, size_t klen,
+                                int64_t exptime, const struct kv_item **it);
+
+/** incr (@incr true) or decr by @delta; *@result gets the new value and
+ *  *@it (when not NULL) the item. incr wraps at 2^64, decr stops at 0, as
+ *  memcached; a value is a number as strtoull() reads one (leading white
+ *  space, a sign, digits, then the end or white space), and a new number
+ *  no longer than the old one is written in its place, padded with
+ *  spaces. A non-zero @cas must match (else KV_EXISTS). */
 enum kv_store_rc kv_store_arith(struct kv_store *s, const char *key, size_t klen, bool incr,
-                                uint64_t delta, uint64_t *result);
+                                uint64_t delta, uint64_t cas, uint64_t *result,
+                                const struct kv_item **it);
+
+/* ---- what the meta commands do to an item (found with kv_store_peek) ---- */
+
+/** @exptime (memcached's form) as an absolute time: 0 never, -1 already. */
+int64_t kv_store_abs_exptime(const struct kv_store *s, int64_t exptime);
+
+/** A read: the LRU bump, KV_IT_FETCHED, and on the second read atime. */
+void kv_store_read(struct kv_store *s, const struct kv_item *it);
+
+/** A new @exptime (memcached's form, as for touch). */
+void kv_store_set_exptime(struct kv_store *s, const struct kv_item *it, int64_t exptime);
+
+/** Set the KV_IT_* bits @set, then clear @clear. */
+void kv_store_set_iflags(struct kv_store *s, const struct kv_item *it, unsigned set,
+                         unsigned clear);
+
+/** A new cas unique for @it (md I). */
+void kv_store_recas(struct kv_store *s, const struct kv_item *it);
+
+/** Count a meta get: a hit or a miss, of a get or (@touched) a touch. */
+void kv_store_count_get(struct kv_store *s, bool hit, bool touched);
 
 /** flush_all: @delay 0 (or less) drops every item now; else items stored
  *  before now + @delay become invisible at that time. */
 void kv_store_flush(struct kv_store *s, int64_t delay);
+
+/** A new memory cap (cache_memlimit): items over it are evicted as new
+ *  ones come in, as memcached does. */
+void kv_store_set_cap(struct kv_store *s, size_t mem_cap);
 
 /** Copy the counters. */
 void kv_store_stats(const struct kv_store *s, struct kv_store_stats *out);

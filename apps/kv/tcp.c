@@ -21,6 +21,8 @@ enum { PROTO_UNKNOWN = -1 };
 
 struct conn {
         struct kv_sink sink; /* first: the sink callbacks cast back */
+        struct conn *prev, *next; /* the worker's open connections */
+        unsigned worker;
         struct pc_conn *pc;
         struct kv_parser parser;
         struct buf in;      /* bytes of an incomplete request */
@@ -103,15 +105,43 @@ static void on_writable(struct pc_conn *pc, void *arg)
         buf_free(&rest);
 }
 
-static void conn_release(struct kv_sink *k)
-{
-        struct conn *c = (struct conn *)k;
+/* Each worker's connections, for kv_tcp_free(): pc_runtime_destroy()
+ * closes the ones still open without an on_close. Touched by that worker
+ * only, and by kv_tcp_free() once no worker runs. */
+static struct conn *open_conns[PC_MAX_WORKERS];
 
+static void conn_free(struct conn *c)
+{
         kv_sink_fini(&c->sink);
         buf_free(&c->in);
         buf_free(&c->backlog);
         free(c);
 }
+
+static void conn_release(struct kv_sink *k)
+{
+        struct conn *c = (struct conn *)k;
+
+        if (c->prev)
+                c->prev->next = c->next;
+        else
+                open_conns[c->worker] = c->next;
+        if (c->next)
+                c->next->prev = c->prev;
+        conn_free(c);
+}
+
+void kv_tcp_free(void)
+{
+        for (unsigned w = 0; w < PC_MAX_WORKERS; w++)
+                while (open_conns[w]) {
+                        struct conn *c = open_conns[w];
+
+                        open_conns[w] = c->next;
+                        conn_free(c);
+                }
+}
+
 
 static const struct kv_sink_ops conn_ops = {
         .send = conn_send,
@@ -132,6 +162,11 @@ static void on_accept(struct pc_conn *pc, void *arg)
         c->sink.ops = &conn_ops;
         c->pc = pc;
         c->proto = PROTO_UNKNOWN;
+        c->worker = (unsigned)w;
+        c->next = open_conns[w];
+        if (c->next)
+                c->next->prev = c;
+        open_conns[w] = c;
         kv_parser_init(&c->parser, kv_set.item_max);
         pc_conn_set_data(pc, c);
         /* Replies still on other workers when the client shuts its write
@@ -168,7 +203,7 @@ static size_t run_requests(struct conn *c, const char *p, size_t n)
                 switch (rc) {
                 case KV_PARSE_OK:
                         kv_dispatch(&c->sink, &req);
-                        if (req.cmd == KV_QUIT)
+                        if (kv_req_closes(&req))
                                 c->quitting = true;
                         break;
                 case KV_PARSE_ERROR:

@@ -151,6 +151,8 @@ static void udp_datagram(struct pc_udp_ep *ep, const struct pc_udp_peer *from,
                         if (req.cmd == KV_QUIT)
                                 break;
                         kv_dispatch(&u->sink, &req);
+                        if (kv_req_closes(&req))
+                                break;
                 } else if (prc == KV_PARSE_ERROR || prc == KV_PARSE_CLOSE) {
                         req.proto = binary ? KV_PROTO_BINARY : KV_PROTO_ASCII;
                         if (binary && req.too_large) {

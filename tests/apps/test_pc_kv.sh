@@ -2,7 +2,8 @@
 # pc-kv end to end on loopback with a small python3 client: bad flags exit
 # 2; with 3 workers, keys spread over the shards, multi-get order, a cas
 # race between connections, noreply, pipelined replies in order, garbage
-# and oversized input answered with memcached's errors, the server still up.
+# and oversized input answered with memcached's errors, the server still up;
+# the admin commands, and shutdown with -A.
 set -euo pipefail
 bin=$1
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -140,13 +141,29 @@ ask(a, b"set n 0 0 2\r\n10\r\nincr n 5\r\ndecr n 100\r\nincr n 18446744073709551
     b"STORED\r\n15\r\n0\r\n18446744073709551615\r\n1\r\nNOT_FOUND\r\n"
     b"CLIENT_ERROR cannot increment or decrement non-numeric value\r\n"
     b"CLIENT_ERROR invalid numeric delta argument\r\n")
+# A number no longer than the value it replaces is written in place,
+# padded with spaces, as memcached does.
 ask(a, b"touch n 100\r\ntouch nope 1\r\ngat 100 n nope\r\n",
-    b"TOUCHED\r\nNOT_FOUND\r\nVALUE n 0 1\r\n1\r\nEND\r\n")
+    b"TOUCHED\r\nNOT_FOUND\r\nVALUE n 0 20\r\n1" + b" " * 19 + b"\r\nEND\r\n")
 a.sendall(b"gats 0 n\r\n")
-assert read_until(a, b"END\r\n").startswith(b"VALUE n 0 1 ")
+assert read_until(a, b"END\r\n").startswith(b"VALUE n 0 20 ")
 ask(a, b"set e 0 -1 1\r\nx\r\nget e\r\n", b"STORED\r\nEND\r\n")
 ask(a, b"replace nope 0 0 1\r\nx\r\nprepend nope 0 0 1\r\nx\r\n", b"NOT_STORED\r\nNOT_STORED\r\n")
 ask(a, b"verbosity 1\r\nverbosity\r\n", b"OK\r\nERROR\r\n")
+# cache_memlimit splits a new cap over the shards as -m does; the slab and
+# crawler commands pc-kv has nothing for are answered as memcached answers
+# a subcommand it does not know, and so are debug builds' commands.
+ask(a, b"cache_memlimit 8\r\n", b"OK\r\n")
+a.sendall(b"stats\r\n")
+assert b"STAT limit_maxbytes 8388608\r\n" in read_until(a, b"END\r\n")
+ask(a, b"cache_memlimit 16 noreply\r\ncache_memlimit 7\r\n",
+    b"MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m\r\n")
+a.sendall(b"stats settings\r\n")
+assert b"STAT maxbytes 16777216\r\n" in read_until(a, b"END\r\n")
+ask(a, b"slabs automove 1\r\nslabs reassign 1 2\r\nlru_crawler crawl all\r\n"
+       b"lru_crawler metadump all\r\nlru_crawler enable\r\nwatch\r\nmisbehave\r\n"
+       b"debugtime 10\r\nlru mode flat\r\nshutdown\r\nversion\r\n",
+    b"ERROR\r\n" * 9 + b"ERROR: shutdown not enabled\r\nVERSION 1.6.0-pc-kv\r\n")
 
 # Errors leave the connection usable.
 ask(a, b"set k 0 0 3\r\nabcd\r\nget\r\nset k 0 0 -1\r\nset k 0 0 x\r\n"
@@ -227,4 +244,27 @@ grep -q "pc-kv: workers=3 " "$out" || { cat "$out"; fail "no totals at exit"; }
 # another worker's keys ran on the borrowed shard, the rest went by call.
 grep -Eq " calls=[1-9][0-9]* borrowed=[1-9]" "$out" ||
 	{ grep "pc-kv: workers" "$out"; fail "no request both called and borrowed"; }
+
+# With -A the shutdown command stops the server, as memcached's: the
+# connection closes unanswered and pc-kv exits 0 with its totals.
+PERCORE_PIN=0 start_on_free_port "$out" listening "$bin" -p @PORT@ -t 2 -m 64 -I 8m -A ||
+        { cat "$out"; fail "pc-kv -A did not start"; }
+python3 - "$port" <<'PY'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.settimeout(10)
+s.sendall(b"shutdown now\r\ncache_memlimit 8\r\nset k 0 0 1\r\nx\r\n")
+want = (b"CLIENT_ERROR invalid shutdown mode\r\n"
+        b"MEMLIMIT_ADJUST_FAILED out of bounds or unable to adjust\r\nSTORED\r\n")
+got = b""
+while len(got) < len(want):
+    got += s.recv(4096)
+assert got == want, got
+s.sendall(b"shutdown\r\nget k\r\n")
+assert s.recv(4096) == b"", "replied after shutdown"
+PY
+wait "$pid" || fail "pc-kv -A exited $? after shutdown"
+pid=
+grep -q "pc-kv: workers=2 " "$out" ||
+        { cat "$out"; fail "pc-kv -A: no totals after shutdown"; }
 echo "pc-kv: ok"

@@ -9,12 +9,9 @@
 # libmemcached's memcaslap, whose keys carry control and high bytes, runs
 # for 2 s against pc-kv: no errors, and pc-kv counts its sets and hits.
 #
-# Left out on purpose, where pc-kv and memcached 1.6.18 differ outside the
-# parser: incr/decr on a value with leading spaces or one that shrinks
-# (memcached pads it with spaces in place), a non-numeric incr with
-# noreply (memcached says nothing), and a binary frame refused as EINVAL
-# (memcached closes the connection after the reply, so only the reply is
-# compared). Two of memcached's timing quirks are kept out of the way too:
+# Left out on purpose: a binary frame refused as EINVAL (memcached closes
+# the connection after the reply, so only the reply is compared).
+# test_pc_kv_meta.py has incr on padded values and with noreply. Two of memcached's timing quirks are kept out of the way too:
 # a get with a key too long drops the replies memcached has not yet sent
 # for earlier pipelined requests (so such a get goes alone), and a value
 # too large is answered only once all of it has arrived.

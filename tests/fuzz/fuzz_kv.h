@@ -63,7 +63,8 @@ static inline uint64_t fuzz_mix(uint64_t h, const void *v, size_t n)
 static inline uint64_t fuzz_kv_event(uint64_t h, enum kv_parse_rc rc, const struct kv_req *r,
                                      uint64_t what)
 {
-        uint64_t v[] = {rc, what, r->cmd, r->keylen, r->dlen, r->nkeys, r->too_large};
+        uint64_t v[] = {rc, what, r->cmd, r->keylen, r->dlen, r->nkeys, r->too_large,
+                        r->nmflags, r->mstop, (uintptr_t)r->err};
 
         if (rc == KV_PARSE_OK || (rc == KV_PARSE_ERROR && r->too_large)) {
                 h = fuzz_mix(h, v, sizeof(v));
@@ -71,6 +72,9 @@ static inline uint64_t fuzz_kv_event(uint64_t h, enum kv_parse_rc rc, const stru
                         h = fuzz_mix(h, r->key, r->keylen);
                 if (r->data)
                         h = fuzz_mix(h, r->data, r->dlen);
+                h = fuzz_mix(h, r->mflags, r->nmflags);
+                if (r->mopaque)
+                        h = fuzz_mix(h, r->mopaque, r->mopaque_len);
         } else {
                 h = fuzz_mix(h, v, 2 * sizeof(v[0]));
         }

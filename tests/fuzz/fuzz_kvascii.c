@@ -1,13 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fuzz target for pc-kv's ASCII parser: one input is the byte stream of a
- * connection, parsed as the server does (fuzz_kv.h) with a small item_max
- * so the too-large path is reached. Every result must describe itself
- * inside the bytes parsed: keys, values, the get family's key list; the
- * parser only asks for more while a request could still be incomplete; and
- * the stream split differently must parse to the same requests.
+ * Fuzz target for pc-kv's ASCII parser, the classic commands and the meta
+ * ones: one input is the byte stream of a connection, parsed as the server
+ * does (fuzz_kv.h) with a small item_max so the too-large path is reached.
+ * Every result must describe itself inside the bytes parsed (keys, values,
+ * the get family's key list, a meta opaque; a base64 key inside the
+ * parser); a meta request's flags must be the letters memcached takes,
+ * each once, with a deferred error only at a long opaque; the parser only
+ * asks for more while a request could still be incomplete; the stream
+ * split differently must parse to the same requests. Each meta request's
+ * reply is then encoded for a hit and a miss, and must be whole lines.
  */
 #include "fuzz_kv.h"
+#include "proto_meta.h"
 
 #define ITEM_MAX 64
 
@@ -31,6 +36,79 @@ static int key_ok(const char *k, size_t n)
                 if (k[i] == ' ' || k[i] == '\0' || k[i] == '\n')
                         return 0; /* memcached 1.6 takes any other byte */
         return 1;
+}
+
+/* The reply to @r for a hit on an item made of its key and value, and for
+ * a miss: empty (quiet) or whole "\r\n" lines. */
+static void check_meta_reply(const struct kv_req *r)
+{
+        static union {
+                struct kv_item it;
+                char bytes[sizeof(struct kv_item) + KV_KEY_MAX + ITEM_MAX];
+        } item;
+        struct kv_result res = {.rc = KV_OK, .ttl = -1};
+        struct buf out = {0};
+        size_t vlen = r->cmd == KV_MS && !r->too_large ? r->dlen : 0;
+
+        memset(&item.it, 0, sizeof(item.it));
+        item.it.klen = (uint8_t)r->keylen;
+        item.it.vlen = (uint32_t)vlen;
+        item.it.iflags = r->b64 ? KV_IT_KEY_BINARY : 0;
+        if (r->keylen)
+                memcpy(item.it.data, r->key, r->keylen);
+        if (vlen)
+                memcpy(item.it.data + r->keylen, r->data, vlen);
+        res.it = &item.it;
+        res.number = UINT64_MAX;
+        res.won = res.stale = res.win_sent = true;
+        for (int pass = 0; pass < 2; pass++) {
+                kv_meta_reply(r, &res, &out);
+                CHECK(!out.oom);
+                CHECK(out.len == 0 || (out.len >= 2 && out.p[out.len - 2] == '\r' &&
+                                       out.p[out.len - 1] == '\n'));
+                out.len = 0;
+                res = (struct kv_result){.rc = KV_NOT_FOUND, .ttl = -1};
+        }
+        buf_free(&out);
+}
+
+static void check_meta(const struct kv_parser *p, const struct kv_req *r, const char *buf,
+                       size_t used)
+{
+        static const char known[] = "bNTRlOPLkstcfvhuqFCMJDI";
+
+        CHECK(r->proto == KV_PROTO_META);
+        CHECK(r->nmflags <= KV_META_FLAGS_MAX && r->mstop <= r->nmflags);
+        for (unsigned i = 0; i < r->nmflags; i++) {
+                CHECK(r->mflags[i] && strchr(known, r->mflags[i]));
+                for (unsigned j = 0; j < i; j++)
+                        CHECK(r->mflags[j] != r->mflags[i]);
+        }
+        if (r->err) {
+                CHECK(r->cmd == KV_MG || r->cmd == KV_MA);
+                CHECK(r->mstop < r->nmflags && r->mflags[r->mstop] == 'O');
+                CHECK(r->mopaque_len > KV_META_OPAQUE_MAX);
+        } else {
+                CHECK(r->mstop == r->nmflags);
+        }
+        if (r->mopaque_len)
+                CHECK(fuzz_inside(r->mopaque, r->mopaque_len, buf, used) &&
+                      r->mopaque[0] == 'O');
+        if (r->cmd == KV_MN)
+                return;
+        CHECK(r->keylen > 0 && r->keylen <= KV_KEY_MAX);
+        CHECK(r->b64 ? fuzz_inside(r->key, r->keylen, p->key, sizeof(p->key))
+                     : fuzz_inside(r->key, r->keylen, buf, used));
+        for (size_t i = 0; !r->b64 && i < r->keylen; i++)
+                CHECK(r->key[i] != ' ' && r->key[i] != '\0' && r->key[i] != '\n');
+        if (r->cmd == KV_MS && !r->too_large) {
+                CHECK(r->dlen <= ITEM_MAX);
+                CHECK(fuzz_inside(r->data, r->dlen + 2, buf, used));
+                CHECK(r->data + r->dlen + 2 == buf + used);
+        }
+        if (r->cmd == KV_MS && r->too_large)
+                CHECK(r->dlen > ITEM_MAX && p->swallow == r->dlen + 2 && r->data == NULL);
+        check_meta_reply(r);
 }
 
 static void check(const struct kv_parser *p, enum kv_parse_rc rc, const struct kv_req *r,
@@ -61,8 +139,12 @@ static void check(const struct kv_parser *p, enum kv_parse_rc rc, const struct k
                 CHECK(0);
         }
         CHECK(used > 0 && err == NULL);
-        CHECK(r->proto == KV_PROTO_ASCII);
         CHECK((unsigned)r->cmd < KV_NOOP);
+        if (r->cmd >= KV_MG) {
+                check_meta(p, r, buf, used);
+                return;
+        }
+        CHECK(r->proto == KV_PROTO_ASCII);
         if (r->keylen)
                 CHECK(fuzz_inside(r->key, r->keylen, buf, used));
         switch (r->cmd) {

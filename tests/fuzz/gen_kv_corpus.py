@@ -19,6 +19,22 @@ ascii_seeds = {
     'too-large': b'set big 0 0 100\r\n' + b'v' * 100 + b'\r\nget big\r\n',
     'bad': b'set k 0 0 3\r\nabcd\r\nget\r\nincr n x\r\nbogus\r\ndelete k 5\r\n',
 }
+# The meta commands: every flag, base64 keys, quiet pipelines ended by mn,
+# and memcached's refusals (unknown, repeated and bad flags, long opaques,
+# too many flags, an ms whose data is skipped).
+ascii_seeds.update({
+    'meta-get': b'mg foo v k f t c s h l u O123 q\r\nmg foo T30 N60 R10 t v\r\nmg Zm9v b k v\r\n',
+    'meta-set': b'ms foo 5 T100 F7 c k O1 q\r\nhello\r\nms foo 1 MA C12 I\r\nx\r\n'
+                b'ms Zm9v 2 b ME\r\nhi\r\nms big 100 MS\r\n' + b'v' * 100 + b'\r\n',
+    'meta-delete': b'md foo q k O9\r\nmd foo I T30 C5\r\nmd AAEC b\r\n',
+    'meta-arith': b'ma n\r\nma n N0 J10 D3 MD v t c k O1\r\nma n M+ q\r\nme n\r\nme Zm9v b\r\n',
+    'meta-quiet': b''.join(b'mg k%d v q k\r\n' % i for i in range(20)) + b'mn\r\n',
+    'meta-bad': b'mg\r\nmg foo E5\r\nmg foo v v\r\nmg foo Tx\r\nmg $$ b\r\nms foo 2 Z\r\nhi\r\n'
+                b'ms foo x\r\nmg foo O' + b'o' * 40 + b'\r\nma foo Mx\r\n'
+                b'mg k a b c d e f g h i j k l m n o p q r\r\nmx\r\nme\r\n',
+    'admin': b'shutdown\r\nshutdown graceful\r\ncache_memlimit 64 noreply\r\n'
+             b'cache_memlimit 7\r\nlru_crawler crawl all\r\nslabs automove 1\r\n',
+})
 # A multi-get line of exactly KV_LINE_MAX (8192) bytes, then one a byte over.
 keys = b'get ' + b' '.join(b'k%04d' % i for i in range(1364))
 line = keys + b' ' + b'x' * (8192 - len(keys) - 1)
@@ -77,6 +93,7 @@ udp_seeds = {
     'binary': udp(7, frame(0x00, b'k')),
     'multi': udp(2, b'get k\r\n', total=2),
     'header-only': udp(3, b''),
+    'meta': udp(8, b'ms k 2 T0 q\r\nhi\r\nmg k v k c\r\nmg nope q\r\nmn\r\n'),
     'short': b'\x00\x01\x00',
     # Long enough to split into three reply datagrams.
     'long': udp(4, b'get ' + b' '.join(b'key%03d' % i for i in range(400)) + b'\r\n'),

@@ -226,7 +226,7 @@ static void test_delete_arith(void **state)
         assert_true(r.delta == UINT64_MAX);
         assert_true(r.initial == 42);
         assert_int_equal(r.exptime, 100);
-        assert_false(r.no_create);
+        assert_true(r.vivify);
         assert_false(r.quiet);
         expect_ok((struct frame){.op = KV_BIN_OP_INCRQ, .ext = ext, .extlen = 20, .key = "n"},
                   KV_INCR, &r);
@@ -234,10 +234,10 @@ static void test_delete_arith(void **state)
         be(ext + 16, 0xffffffff, 4);
         expect_ok((struct frame){.op = KV_BIN_OP_DECR, .ext = ext, .extlen = 20, .key = "n"},
                   KV_DECR, &r);
-        assert_true(r.no_create);
+        assert_false(r.vivify);
         expect_ok((struct frame){.op = KV_BIN_OP_DECRQ, .ext = ext, .extlen = 20, .key = "n"},
                   KV_DECR, &r);
-        assert_true(r.quiet && r.no_create);
+        assert_true(r.quiet && !r.vivify);
 }
 
 static void test_other_commands(void **state)
@@ -576,8 +576,8 @@ static void transcript(const char *in, size_t len, size_t step, char *out, size_
                         continue;
                 }
                 if (rc == KV_PARSE_OK)
-                        o += (size_t)snprintf(out + o, outcap - o, "ok %02x %d %.*s %zu:%.*s\n",
-                                              r.opcode, r.cmd, (int)r.keylen,
+                        o += (size_t)snprintf(out + o, outcap - o, "ok %02x %s %.*s %zu:%.*s\n",
+                                              r.opcode, kv_cmd_name(r.cmd), (int)r.keylen,
                                               r.key ? r.key : "", r.dlen, (int)r.dlen,
                                               r.data ? r.data : "");
                 else if (rc == KV_PARSE_ERROR)
@@ -619,15 +619,15 @@ static void test_split_every_byte(void **state)
         n += encode(in + n, (struct frame){.op = KV_BIN_OP_QUIT});
         in[n++] = 'x'; /* then garbage: closed */
         transcript(in, n, 0, want, sizeof(want));
-        assert_string_equal(want, "ok 01 4 a 3:one\n"
-                                  "ok 0d 0 a 0:\n"
+        assert_string_equal(want, "ok 01 set a 3:one\n"
+                                  "ok 0d get a 0:\n"
                                   "err 11 0003 2\n"
                                   "err 42 0081 3\n"
                                   "err 00 0004 4\n"
-                                  "ok 05 11 n 0:\n"
-                                  "ok 0e 7 a 3:two\n"
-                                  "ok 0a 19  0:\n"
-                                  "ok 07 17  0:\n"
+                                  "ok 05 incr n 0:\n"
+                                  "ok 0e append a 3:two\n"
+                                  "ok 0a noop  0:\n"
+                                  "ok 07 quit  0:\n"
                                   "close 0000\n");
         for (size_t step = 1; step < 64; step++) {
                 transcript(in, n, step, got, sizeof(got));

@@ -28,7 +28,7 @@ static struct kv_store *mk(size_t cap)
 static enum kv_store_rc set(struct kv_store *s, int mode, const char *k, const char *v,
                             int64_t exp, uint64_t cas)
 {
-        return kv_store_update(s, mode, k, strlen(k), 7, exp, v, strlen(v), cas);
+        return kv_store_update(s, mode, k, strlen(k), 7, exp, v, strlen(v), cas, 0);
 }
 
 static bool has(struct kv_store *s, const char *k, const char *v)
@@ -61,8 +61,8 @@ static void test_commands(void **state)
         assert_int_equal(set(s, KV_APPEND, "zz", "x", 0, 0), KV_NOT_STORED);
         assert_int_equal(kv_store_delete(s, "b", 1, 0), KV_DELETED);
         assert_int_equal(kv_store_delete(s, "b", 1, 0), KV_NOT_FOUND);
-        assert_int_equal(kv_store_touch(s, "a", 1, 10), KV_TOUCHED);
-        assert_int_equal(kv_store_touch(s, "b", 1, 10), KV_NOT_FOUND);
+        assert_int_equal(kv_store_touch(s, "a", 1, 10, NULL), KV_TOUCHED);
+        assert_int_equal(kv_store_touch(s, "b", 1, 10, NULL), KV_NOT_FOUND);
         kv_store_stats(s, &st);
         assert_int_equal(st.curr_items, 1);
         assert_int_equal(st.bytes, kv_store_item_size(1, 1));
@@ -98,7 +98,7 @@ static void test_cas(void **state)
         assert_int_equal(set(s, KV_CAS, "k", "v3", 0, c1), KV_EXISTS);
         assert_true(has(s, "k", "v2"));
         /* Any write changes the unique value, a touch does not. */
-        assert_int_equal(kv_store_touch(s, "k", 1, 100), KV_TOUCHED);
+        assert_int_equal(kv_store_touch(s, "k", 1, 100, NULL), KV_TOUCHED);
         assert_int_equal(kv_store_get(s, "k", 1)->cas, c2);
         set(s, KV_APPEND, "k", "!", 0, 0);
         assert_int_equal(set(s, KV_CAS, "k", "v4", 0, c2), KV_EXISTS);
@@ -117,32 +117,44 @@ static void test_cas(void **state)
 static void test_arith(void **state)
 {
         struct kv_store *s = mk(1 << 20);
-        uint64_t v;
+        const struct kv_item *it;
+        uint64_t v, cas;
 
         (void)state;
-        assert_int_equal(kv_store_arith(s, "n", 1, true, 1, &v), KV_NOT_FOUND);
+        assert_int_equal(kv_store_arith(s, "n", 1, true, 1, 0, &v, NULL), KV_NOT_FOUND);
         set(s, KV_SET, "n", "10", 0, 0);
-        assert_int_equal(kv_store_arith(s, "n", 1, true, 5, &v), KV_STORED);
+        assert_int_equal(kv_store_arith(s, "n", 1, true, 5, 0, &v, NULL), KV_STORED);
         assert_int_equal(v, 15);
         assert_true(has(s, "n", "15"));
-        assert_int_equal(kv_store_arith(s, "n", 1, false, 100, &v), KV_STORED);
+        assert_int_equal(kv_store_arith(s, "n", 1, false, 100, 0, &v, NULL), KV_STORED);
         assert_int_equal(v, 0); /* decr floors at 0 */
+        assert_true(has(s, "n", "0 ")); /* written in place, padded, as memcached */
         set(s, KV_SET, "n", "18446744073709551615", 0, 0);
-        assert_int_equal(kv_store_arith(s, "n", 1, true, 2, &v), KV_STORED);
+        assert_int_equal(kv_store_arith(s, "n", 1, true, 2, 0, &v, NULL), KV_STORED);
         assert_int_equal(v, 1); /* incr wraps at 2^64 */
-        assert_true(has(s, "n", "1"));
-        set(s, KV_SET, "n", "100", 0, 0);
-        assert_int_equal(kv_store_arith(s, "n", 1, false, 1, &v), KV_STORED);
-        assert_true(has(s, "n", "99")); /* shorter, not padded */
-        set(s, KV_SET, "n", "12  ", 0, 0);
-        assert_int_equal(kv_store_arith(s, "n", 1, true, 1, &v), KV_STORED);
-        assert_int_equal(v, 13);
+        assert_true(has(s, "n", "1                   "));
+        set(s, KV_SET, "n", "99", 0, 0);
+        cas = kv_store_last_cas(s);
+        assert_int_equal(kv_store_arith(s, "n", 1, true, 1, cas + 1, &v, NULL), KV_EXISTS);
+        assert_int_equal(kv_store_arith(s, "n", 1, true, 1, cas, &v, &it), KV_STORED);
+        assert_true(has(s, "n", "100")); /* longer: a new item */
+        assert_true(it->cas > cas);
         assert_int_equal(kv_store_get(s, "n", 1)->flags, 7); /* flags kept */
-        const char *bad[] = {"abc", "", "1a", "-1", " 1", "18446744073709551616",
+        /* strtoull()'s numbers: white space before, a sign, white space after. */
+        const char *good[] = {"12  ", " 12", "+12", "\t12", "12 x", "12\r"};
+        for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+                set(s, KV_SET, "n", good[i], 0, 0);
+                if (kv_store_arith(s, "n", 1, true, 1, 0, &v, NULL) != KV_STORED || v != 13)
+                        fail_msg("'%s' not read as 12", good[i]);
+        }
+        set(s, KV_SET, "n", "-0", 0, 0);
+        assert_int_equal(kv_store_arith(s, "n", 1, true, 1, 0, &v, NULL), KV_STORED);
+        assert_int_equal(v, 1);
+        const char *bad[] = {"abc", "", "1a", "-1", "18446744073709551616", " ",
                              "123456789012345678901"};
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
                 set(s, KV_SET, "n", bad[i], 0, 0);
-                if (kv_store_arith(s, "n", 1, true, 1, &v) != KV_NON_NUMERIC)
+                if (kv_store_arith(s, "n", 1, true, 1, 0, &v, NULL) != KV_NON_NUMERIC)
                         fail_msg("'%s' taken as a number", bad[i]);
         }
         kv_store_destroy(s);
@@ -172,13 +184,13 @@ static void test_expiry(void **state)
         /* Expired items are gone for every command, not only get. */
         set(s, KV_SET, "t", "1", 1, 0);
         fake_now += 1;
-        assert_int_equal(kv_store_arith(s, "t", 1, true, 1, NULL), KV_NOT_FOUND);
+        assert_int_equal(kv_store_arith(s, "t", 1, true, 1, 0, NULL, NULL), KV_NOT_FOUND);
         set(s, KV_SET, "t", "1", 1, 0);
         fake_now += 1;
         assert_int_equal(set(s, KV_ADD, "t", "2", 0, 0), KV_STORED);
         /* touch and gat move the expiry. */
         set(s, KV_SET, "g", "v", 5, 0);
-        assert_int_equal(kv_store_touch(s, "g", 1, 100), KV_TOUCHED);
+        assert_int_equal(kv_store_touch(s, "g", 1, 100, NULL), KV_TOUCHED);
         fake_now += 50;
         assert_non_null(kv_store_gat(s, "g", 1, 2));
         fake_now += 2;
@@ -257,6 +269,69 @@ static void test_lru_eviction(void **state)
         kv_store_destroy(s);
 }
 
+/* What the meta commands read and set on an item: h's fetched bit, l's
+ * access time (moved on the second read only, as memcached's segmented
+ * LRU), base64 keys (not kept by an append, as memcached), stale sets. */
+static void test_meta_items(void **state)
+{
+        struct kv_store *s = mk(1 << 20);
+        const struct kv_item *it;
+        int64_t stored;
+        uint64_t cas;
+
+        (void)state;
+        set(s, KV_SET, "k", "v", 100, 0);
+        it = kv_store_peek(s, "k", 1);
+        stored = it->atime;
+        assert_int_equal(it->iflags, 0);
+        fake_now += 5;
+        assert_non_null(kv_store_get(s, "k", 1));
+        assert_int_equal(it->iflags, KV_IT_FETCHED);
+        assert_int_equal(it->atime, stored);
+        fake_now += 5;
+        kv_store_read(s, it);
+        assert_int_equal(it->iflags, KV_IT_FETCHED | KV_IT_ACTIVE);
+        assert_int_equal(it->atime, fake_now);
+        fake_now += 5;
+        kv_store_read(s, it);
+        assert_int_equal(it->atime, fake_now - 5);
+
+        kv_store_set_exptime(s, it, 30);
+        assert_int_equal(it->exptime, fake_now + 30);
+        assert_int_equal(kv_store_abs_exptime(s, 0), 0);
+        assert_int_equal(kv_store_abs_exptime(s, -1), -1);
+        cas = it->cas;
+        kv_store_recas(s, it);
+        assert_true(it->cas > cas);
+        kv_store_set_iflags(s, it, KV_IT_STALE | KV_IT_WIN_SENT, KV_IT_FETCHED);
+        assert_int_equal(it->iflags, KV_IT_ACTIVE | KV_IT_STALE | KV_IT_WIN_SENT);
+
+        assert_int_equal(kv_store_update(s, KV_SET, "b", 1, 0, 0, "x", 1, 0, KV_W_KEY_BINARY),
+                         KV_STORED);
+        assert_int_equal(kv_store_peek(s, "b", 1)->iflags, KV_IT_KEY_BINARY);
+        assert_int_equal(kv_store_update(s, KV_APPEND, "b", 1, 0, 0, "y", 1, 0,
+                                         KV_W_KEY_BINARY),
+                         KV_STORED);
+        assert_int_equal(kv_store_peek(s, "b", 1)->iflags, 0);
+
+        /* An invalidating cas set: an older (non-zero) cas stores a stale
+         * value that keeps the item's expiry and its sent win. */
+        it = kv_store_peek(s, "k", 1);
+        cas = it->cas;
+        assert_int_equal(kv_store_update(s, KV_CAS, "k", 1, 0, 0, "w", 1, cas + 1, KV_W_STALE_OK),
+                         KV_EXISTS);
+        assert_int_equal(kv_store_update(s, KV_CAS, "k", 1, 0, 0, "w", 1, 0, KV_W_STALE_OK),
+                         KV_EXISTS);
+        assert_int_equal(kv_store_update(s, KV_CAS, "k", 1, 0, 999, "w", 1, cas - 1,
+                                         KV_W_STALE_OK),
+                         KV_STORED);
+        it = kv_store_peek(s, "k", 1);
+        assert_int_equal(it->iflags, KV_IT_STALE | KV_IT_WIN_SENT);
+        assert_int_equal(it->exptime, fake_now + 30);
+        assert_true(has(s, "k", "w"));
+        kv_store_destroy(s);
+}
+
 static void test_many_keys(void **state)
 {
         struct kv_store *s = mk(64 << 20);
@@ -290,7 +365,7 @@ int main(void)
                 cmocka_unit_test(test_commands), cmocka_unit_test(test_cas),
                 cmocka_unit_test(test_arith),    cmocka_unit_test(test_expiry),
                 cmocka_unit_test(test_flush),    cmocka_unit_test(test_lru_eviction),
-                cmocka_unit_test(test_many_keys),
+                cmocka_unit_test(test_meta_items), cmocka_unit_test(test_many_keys),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
