@@ -607,6 +607,8 @@ static void knet_metrics(struct pc_runtime *rt, struct pc__prom *p, void *arg)
                   "Times a connection's reading was paused."),
                 F("send_refused_total", "counter", send_refused,
                   "pc_conn_send() calls refused with ENOBUFS."),
+                F("read_paused_total", "counter", read_paused,
+                  "Times reading a pc_tcp_serve() connection paused: its handler had not read."),
                 F("udp_received_total", "counter", udp_rx, "UDP datagrams received."),
                 F("udp_sent_total", "counter", udp_tx, "UDP datagrams sent."),
                 F("udp_drops_total", "counter", udp_drops,

@@ -67,6 +67,32 @@ enum pc_pkt_err {
 /** Short name of a reason ("ip_csum"), "?" for an unknown one. */
 const char *pc_pkt_err_name(enum pc_pkt_err e);
 
+/* Big-endian (network order) fields, read and written a byte at a time:
+ * no alignment needed. */
+static inline uint16_t pc_rd16(const uint8_t *b)
+{
+        return (uint16_t)(b[0] << 8 | b[1]);
+}
+
+static inline uint32_t pc_rd32(const uint8_t *b)
+{
+        return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+}
+
+static inline void pc_wr16(uint8_t *b, uint16_t v)
+{
+        b[0] = (uint8_t)(v >> 8);
+        b[1] = (uint8_t)v;
+}
+
+static inline void pc_wr32(uint8_t *b, uint32_t v)
+{
+        b[0] = (uint8_t)(v >> 24);
+        b[1] = (uint8_t)(v >> 16);
+        b[2] = (uint8_t)(v >> 8);
+        b[3] = (uint8_t)v;
+}
+
 /** Whether @e counts as a malformed frame (rather than one we don't serve). */
 static inline bool pc_pkt_err_malformed(enum pc_pkt_err e)
 {

@@ -37,30 +37,6 @@ const char *pc_pkt_err_name(enum pc_pkt_err e)
         return (unsigned)e < PC_PKT_NR && err_names[e] ? err_names[e] : "?";
 }
 
-static inline uint16_t rd16(const uint8_t *b)
-{
-        return (uint16_t)(b[0] << 8 | b[1]);
-}
-
-static inline uint32_t rd32(const uint8_t *b)
-{
-        return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
-}
-
-static inline void wr16(uint8_t *b, uint16_t v)
-{
-        b[0] = (uint8_t)(v >> 8);
-        b[1] = (uint8_t)v;
-}
-
-static inline void wr32(uint8_t *b, uint32_t v)
-{
-        b[0] = (uint8_t)(v >> 24);
-        b[1] = (uint8_t)(v >> 16);
-        b[2] = (uint8_t)(v >> 8);
-        b[3] = (uint8_t)v;
-}
-
 uint32_t pc_csum_add(uint32_t sum, const void *buf, size_t len)
 {
         const uint8_t *b = buf;
@@ -68,7 +44,7 @@ uint32_t pc_csum_add(uint32_t sum, const void *buf, size_t len)
         size_t i;
 
         for (i = 0; i + 1 < len; i += 2)
-                s += rd16(b + i);
+                s += pc_rd16(b + i);
         if (len & 1)
                 s += (uint32_t)b[len - 1] << 8;
         while (s >> 16)
@@ -89,7 +65,7 @@ enum pc_pkt_err pc_eth_parse(const uint8_t *buf, size_t len, struct pc_pkt *p)
                 return PC_PKT_ETH_SHORT;
         p->dst_mac = buf;
         p->src_mac = buf + 6;
-        p->ethertype = rd16(buf + 12);
+        p->ethertype = pc_rd16(buf + 12);
         p->l3_off = PC_ETH_HLEN;
         return PC_PKT_OK;
 }
@@ -99,15 +75,15 @@ enum pc_pkt_err pc_arp_parse(const uint8_t *buf, size_t len, struct pc_pkt *p)
         if (len < PC_ARP_LEN)
                 return PC_PKT_ARP_SHORT;
         /* Ethernet (1), IPv4, 6-byte and 4-byte addresses. */
-        if (rd16(buf) != 1 || rd16(buf + 2) != PC_ETH_P_IPV4 || buf[4] != 6 || buf[5] != 4)
+        if (pc_rd16(buf) != 1 || pc_rd16(buf + 2) != PC_ETH_P_IPV4 || buf[4] != 6 || buf[5] != 4)
                 return PC_PKT_ARP_FORMAT;
-        p->arp_op = rd16(buf + 6);
+        p->arp_op = pc_rd16(buf + 6);
         if (p->arp_op != PC_ARP_REQUEST && p->arp_op != PC_ARP_REPLY)
                 return PC_PKT_ARP_FORMAT;
         p->arp_sha = buf + 8;
-        p->arp_spa = rd32(buf + 14);
+        p->arp_spa = pc_rd32(buf + 14);
         p->arp_tha = buf + 18;
-        p->arp_tpa = rd32(buf + 24);
+        p->arp_tpa = pc_rd32(buf + 24);
         return PC_PKT_OK;
 }
 
@@ -123,12 +99,12 @@ enum pc_pkt_err pc_ipv4_parse(const uint8_t *buf, size_t len, struct pc_pkt *p)
         hlen = (size_t)(buf[0] & 0xf) * 4;
         if (hlen < PC_IPV4_HLEN || hlen > len)
                 return PC_PKT_IP_HLEN;
-        tot = rd16(buf + 2);
+        tot = pc_rd16(buf + 2);
         if (tot < hlen || tot > len)
                 return PC_PKT_IP_TOTLEN;
         if (pc_csum_fold(pc_csum_add(0, buf, hlen)) != 0)
                 return PC_PKT_IP_CSUM;
-        frag = rd16(buf + 6);
+        frag = pc_rd16(buf + 6);
         /* More-fragments set, or a non-zero offset: part of a fragmented
          * datagram. We do not reassemble. */
         if (frag & 0x3fff)
@@ -137,8 +113,8 @@ enum pc_pkt_err pc_ipv4_parse(const uint8_t *buf, size_t len, struct pc_pkt *p)
         if (p->ip_ttl == 0)
                 return PC_PKT_IP_TTL;
         p->ip_proto = buf[9];
-        p->ip_src = rd32(buf + 12);
-        p->ip_dst = rd32(buf + 16);
+        p->ip_src = pc_rd32(buf + 12);
+        p->ip_dst = pc_rd32(buf + 16);
         p->ip_hlen = hlen;
         p->ip_len = tot;
         p->l4_off = hlen;
@@ -161,11 +137,11 @@ uint32_t pc_ipv4_pseudo(uint32_t src, uint32_t dst, uint8_t proto, size_t len)
 {
         uint8_t ph[12];
 
-        wr32(ph, src);
-        wr32(ph + 4, dst);
+        pc_wr32(ph, src);
+        pc_wr32(ph + 4, dst);
         ph[8] = 0;
         ph[9] = proto;
-        wr16(ph + 10, (uint16_t)len);
+        pc_wr16(ph + 10, (uint16_t)len);
         return pc_csum_add(0, ph, sizeof(ph));
 }
 
@@ -175,16 +151,16 @@ enum pc_pkt_err pc_udp_parse(const uint8_t *buf, size_t len, struct pc_pkt *p)
 
         if (len < PC_UDP_HLEN)
                 return PC_PKT_UDP_SHORT;
-        ulen = rd16(buf + 4);
+        ulen = pc_rd16(buf + 4);
         if (ulen < PC_UDP_HLEN || ulen > len)
                 return PC_PKT_UDP_LEN;
-        if (rd16(buf + 6) != 0) {
+        if (pc_rd16(buf + 6) != 0) {
                 uint32_t s = pc_ipv4_pseudo(p->ip_src, p->ip_dst, PC_IPPROTO_UDP, ulen);
                 if (pc_csum_fold(pc_csum_add(s, buf, ulen)) != 0)
                         return PC_PKT_UDP_CSUM;
         }
-        p->sport = rd16(buf);
-        p->dport = rd16(buf + 2);
+        p->sport = pc_rd16(buf);
+        p->dport = pc_rd16(buf + 2);
         p->payload_off = PC_UDP_HLEN;
         p->payload_len = ulen - PC_UDP_HLEN;
         return PC_PKT_OK;
@@ -228,15 +204,15 @@ void pc_ipv4_build(uint8_t *ip, size_t total, uint8_t proto, uint32_t src, uint3
 {
         ip[0] = 0x45;
         ip[1] = 0;
-        wr16(ip + 2, (uint16_t)total);
-        wr16(ip + 4, 0);      /* id: unused without fragments */
-        wr16(ip + 6, 0x4000); /* don't fragment */
+        pc_wr16(ip + 2, (uint16_t)total);
+        pc_wr16(ip + 4, 0);      /* id: unused without fragments */
+        pc_wr16(ip + 6, 0x4000); /* don't fragment */
         ip[8] = 64;
         ip[9] = proto;
-        wr16(ip + 10, 0);
-        wr32(ip + 12, src);
-        wr32(ip + 16, dst);
-        wr16(ip + 10, pc_csum_fold(pc_csum_add(0, ip, PC_IPV4_HLEN)));
+        pc_wr16(ip + 10, 0);
+        pc_wr32(ip + 12, src);
+        pc_wr32(ip + 16, dst);
+        pc_wr16(ip + 10, pc_csum_fold(pc_csum_add(0, ip, PC_IPV4_HLEN)));
 }
 
 size_t pc_arp_build(uint8_t *buf, size_t cap, uint16_t op, const uint8_t *eth_dst,
@@ -249,16 +225,16 @@ size_t pc_arp_build(uint8_t *buf, size_t cap, uint16_t op, const uint8_t *eth_ds
                 return 0;
         memcpy(buf, eth_dst, 6);
         memcpy(buf + 6, sha, 6);
-        wr16(buf + 12, PC_ETH_P_ARP);
-        wr16(a, 1);
-        wr16(a + 2, PC_ETH_P_IPV4);
+        pc_wr16(buf + 12, PC_ETH_P_ARP);
+        pc_wr16(a, 1);
+        pc_wr16(a + 2, PC_ETH_P_IPV4);
         a[4] = 6;
         a[5] = 4;
-        wr16(a + 6, op);
+        pc_wr16(a + 6, op);
         memcpy(a + 8, sha, 6);
-        wr32(a + 14, spa);
+        pc_wr32(a + 14, spa);
         memcpy(a + 18, tha ? tha : zero, 6);
-        wr32(a + 24, tpa);
+        pc_wr32(a + 24, tpa);
         return PC_ETH_HLEN + PC_ARP_LEN;
 }
 
@@ -274,18 +250,18 @@ size_t pc_udp_build(uint8_t *buf, size_t cap, const uint8_t *eth_src, const uint
                 return 0;
         memcpy(buf, eth_dst, 6);
         memcpy(buf + 6, eth_src, 6);
-        wr16(buf + 12, PC_ETH_P_IPV4);
+        pc_wr16(buf + 12, PC_ETH_P_IPV4);
         pc_ipv4_build(ip, total, PC_IPPROTO_UDP, saddr, daddr);
-        wr16(u, sport);
-        wr16(u + 2, dport);
-        wr16(u + 4, (uint16_t)ulen);
-        wr16(u + 6, 0);
+        pc_wr16(u, sport);
+        pc_wr16(u + 2, dport);
+        pc_wr16(u + 4, (uint16_t)ulen);
+        pc_wr16(u + 6, 0);
         if (len)
                 memcpy(u + PC_UDP_HLEN, payload, len);
         c = pc_csum_fold(
                 pc_csum_add(pc_ipv4_pseudo(saddr, daddr, PC_IPPROTO_UDP, ulen), u, ulen));
         /* A computed 0 is sent as 0xffff: 0 means "no checksum". */
-        wr16(u + 6, c ? c : 0xffff);
+        pc_wr16(u + 6, c ? c : 0xffff);
         return PC_ETH_HLEN + total;
 }
 
@@ -303,7 +279,7 @@ size_t pc_icmp_echo_reply(uint8_t *frame, const struct pc_pkt *p)
         icmp = ip + PC_IPV4_HLEN;
         pc_ipv4_build(ip, PC_IPV4_HLEN + p->l4_len, PC_IPPROTO_ICMP, p->ip_dst, p->ip_src);
         icmp[0] = PC_ICMP_ECHO_REPLY;
-        wr16(icmp + 2, 0);
-        wr16(icmp + 2, pc_csum_fold(pc_csum_add(0, icmp, p->l4_len)));
+        pc_wr16(icmp + 2, 0);
+        pc_wr16(icmp + 2, pc_csum_fold(pc_csum_add(0, icmp, p->l4_len)));
         return p->l3_off + PC_IPV4_HLEN + p->l4_len;
 }

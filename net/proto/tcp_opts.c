@@ -17,16 +17,6 @@
 #define OPT_MSS 2
 #define OPT_WSCALE 3
 
-static inline uint16_t rd16(const uint8_t *b)
-{
-        return (uint16_t)(b[0] << 8 | b[1]);
-}
-
-static inline uint32_t rd32(const uint8_t *b)
-{
-        return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
-}
-
 static bool bad_addr(uint32_t a)
 {
         /* 0.0.0.0, the limited broadcast, and 224.0.0.0/4 multicast: RFC
@@ -55,7 +45,7 @@ static enum pc_tcp_err parse_options(const uint8_t *o, size_t n, struct pc_tcp_s
                 if (kind == OPT_MSS) {
                         if (olen != 4)
                                 return PC_TCP_OPTIONS;
-                        s->mss = rd16(o + i + 2);
+                        s->mss = pc_rd16(o + i + 2);
                 } else if (kind == OPT_WSCALE) {
                         if (olen != 3)
                                 return PC_TCP_OPTIONS;
@@ -81,21 +71,21 @@ enum pc_tcp_err pc_tcp_parse(uint32_t saddr, uint32_t daddr, const uint8_t *buf,
         if (pc_csum_fold(pc_csum_add(pc_ipv4_pseudo(saddr, daddr, PC_IPPROTO_TCP, len), buf,
                                      len)) != 0)
                 return PC_TCP_CSUM;
-        s->sport = rd16(buf);
-        s->dport = rd16(buf + 2);
+        s->sport = pc_rd16(buf);
+        s->dport = pc_rd16(buf + 2);
         if (s->sport == 0 || s->dport == 0)
                 return PC_TCP_PORT;
         if (bad_addr(saddr) || bad_addr(daddr))
                 return PC_TCP_ADDR;
-        s->seq = rd32(buf + 4);
-        s->ack = rd32(buf + 8);
+        s->seq = pc_rd32(buf + 4);
+        s->ack = pc_rd32(buf + 8);
         f = buf[13] & 0x3f;
         s->flags = f;
         if ((f & PC_TCP_SYN) && (f & (PC_TCP_RST | PC_TCP_FIN)))
                 return PC_TCP_FLAGS;
         if (!(f & (PC_TCP_SYN | PC_TCP_ACK | PC_TCP_RST)))
                 return PC_TCP_FLAGS;
-        s->wnd = rd16(buf + 14);
+        s->wnd = pc_rd16(buf + 14);
         s->hlen = hlen;
         s->mss = 0;
         s->wscale = -1;

@@ -17,20 +17,6 @@
 
 #include "tcp_pvt.h"
 
-static inline void wr16(uint8_t *b, uint16_t v)
-{
-        b[0] = (uint8_t)(v >> 8);
-        b[1] = (uint8_t)v;
-}
-
-static inline void wr32(uint8_t *b, uint32_t v)
-{
-        b[0] = (uint8_t)(v >> 24);
-        b[1] = (uint8_t)(v >> 16);
-        b[2] = (uint8_t)(v >> 8);
-        b[3] = (uint8_t)v;
-}
-
 /* The sum of two consecutive pieces: a piece that starts at an odd offset
  * contributes its own sum byte-swapped (RFC 1071 2(B)). */
 static uint32_t csum_pieces(uint32_t sum, const uint8_t *d0, size_t l0, const uint8_t *d1,
@@ -61,19 +47,19 @@ void pc__tcp_emit(struct pc_tcpe *e, struct pc_tcb *c, uint32_t saddr, uint32_t 
         uint32_t sum;
 
         pc_ipv4_build(h, PC_IPV4_HLEN + tlen, PC_IPPROTO_TCP, saddr, daddr);
-        wr16(t, sport);
-        wr16(t + 2, dport);
-        wr32(t + 4, seq);
-        wr32(t + 8, (flags & PC_TCP_ACK) ? ack : 0);
+        pc_wr16(t, sport);
+        pc_wr16(t + 2, dport);
+        pc_wr32(t + 4, seq);
+        pc_wr32(t + 8, (flags & PC_TCP_ACK) ? ack : 0);
         t[12] = (uint8_t)(thl / 4 << 4);
         t[13] = flags;
-        wr16(t + 14, wnd);
-        wr16(t + 16, 0);
-        wr16(t + 18, 0);
+        pc_wr16(t + 14, wnd);
+        pc_wr16(t + 16, 0);
+        pc_wr16(t + 18, 0);
         if (optlen)
                 memcpy(t + PC_TCP_HLEN, opts, optlen);
         sum = pc_csum_add(pc_ipv4_pseudo(saddr, daddr, PC_IPPROTO_TCP, tlen), t, thl);
-        wr16(t + 16, pc_csum_fold(csum_pieces(sum, d0, l0, d1, l1)));
+        pc_wr16(t + 16, pc_csum_fold(csum_pieces(sum, d0, l0, d1, l1)));
 
         f.saddr = saddr;
         f.daddr = daddr;
