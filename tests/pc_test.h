@@ -41,4 +41,22 @@ static inline void pc_test_config(struct pc_config *cfg, unsigned workers)
         cfg->idle = PC_IDLE_PARK;
 }
 
+/* A fiber body that overflows its stack: deep recursion, 512 bytes a
+ * frame, the volatile frames kept by the compiler. For the tests of the
+ * overflow message (test_fiber, test_crash). */
+static inline unsigned pc_test_recurse(unsigned n)
+{
+        volatile char pad[512];
+
+        pad[0] = (char)n;
+        return n ? pc_test_recurse(n - 1) + (unsigned)pad[0] : 0;
+}
+
+static inline void *pc_test_overflow(void *arg)
+{
+        (void)arg;
+        pc_test_recurse(1u << 20);
+        return NULL;
+}
+
 #endif

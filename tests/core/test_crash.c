@@ -121,26 +121,10 @@ static void spawn_fiber(void *arg)
         pc_fiber_spawn(crash_in_fiber, NULL, NULL);
 }
 
-static unsigned recurse(unsigned n)
-{
-        volatile char pad[512];
-
-        pad[0] = (char)n;
-        sink = pad[0];
-        return n ? recurse(n - 1) + pad[0] : 0;
-}
-
-static void *overflow(void *arg)
-{
-        (void)arg;
-        recurse(1u << 20);
-        return NULL;
-}
-
 static void spawn_overflow(void *arg)
 {
         (void)arg;
-        pc_fiber_spawn(overflow, NULL, NULL);
+        pc_fiber_spawn(pc_test_overflow, NULL, NULL);
 }
 
 void worker_exits(void *arg)

@@ -871,28 +871,10 @@ static void test_stack_node_local(void **state)
 
 /* ---- overflow ------------------------------------------------------------------------------ */
 
-static volatile char sink;
-
-static unsigned recurse(unsigned n)
-{
-        volatile char pad[512];
-
-        pad[0] = (char)n;
-        sink = pad[0];
-        return n ? recurse(n - 1) + pad[0] : 0;
-}
-
-static void *overflow(void *arg)
-{
-        (void)arg;
-        recurse(1u << 20);
-        return NULL;
-}
-
 static void overflow_main(void *arg)
 {
         (void)arg;
-        pc_fiber_spawn(overflow, NULL, NULL);
+        pc_fiber_spawn(pc_test_overflow, NULL, NULL);
 }
 
 static void test_stack_overflow_message(void **state)
