@@ -41,9 +41,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                         abort();
                 first = status;
         }
-        n = strcspn(buf, "\n");
-        if (n > size)
-                n = size;
+        /* The first line: the input is not NUL-terminated. */
+        n = 0;
+        while (n < size && buf[n] != '\n')
+                n++;
         if (n >= sizeof(addr))
                 n = sizeof(addr) - 1;
         memcpy(addr, buf, n);
