@@ -160,6 +160,7 @@ struct pc_worker {
         bool stop_seen;
         bool quiet_published;
         bool elastic;    /* elastic mode: stealable queue in use */
+        bool spin_pause; /* the idle spin pauses: the core is shared (see idle()) */
         /* The mode it schedules in (rt->mode as it last looked), stored
          * when it changes; others read it to see a switch applied. */
         _Atomic int mode;

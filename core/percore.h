@@ -561,6 +561,9 @@ struct pc_worker_stats {
         uint64_t steal_failures; /**< tries that took nothing */
         uint64_t searches;       /**< times it went looking for work */
         uint64_t stalls; /**< tasks, pollers or fibers that ran past PERCORE_STALL_MS */
+        bool spin_pause; /**< its idle spin pauses each iteration: another online
+                              hardware thread shares its core (SMT), or it is
+                              not pinned; fixed at pc_runtime_create() */
 };
 
 /**

@@ -41,6 +41,7 @@ int pc_stats_snapshot(const struct pc_runtime *rt, struct pc_worker_stats *out, 
                         .steal_failures = LD(s->steal_failures),
                         .searches = LD(s->searches),
                         .stalls = LD(s->stalls),
+                        .spin_pause = w->spin_pause,
                 };
         }
         return (int)i;

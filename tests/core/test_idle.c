@@ -7,6 +7,8 @@
  */
 #include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <stdatomic.h>
 #include <time.h>
 
@@ -138,11 +140,51 @@ static void test_poll_keeps_spin(void **state)
         pc_runtime_destroy(r.rt);
 }
 
+/* Whether 2 workers pinned to CPUs 0-1 of fixture @name (or unpinned)
+ * pause in their idle spin. -1: this machine cannot pin to CPUs 0 and 1. */
+static int pauses(const char *name, bool pin)
+{
+        const char *fixtures = getenv("PC_FIXTURES");
+        struct pc_worker_stats st[2];
+        struct pc_runtime *rt;
+        struct pc_config cfg;
+        char root[512];
+        cpu_set_t set;
+
+        assert_non_null(fixtures);
+        if (sched_getaffinity(0, sizeof(set), &set) || !CPU_ISSET(0, &set) || !CPU_ISSET(1, &set))
+                return -1;
+        snprintf(root, sizeof(root), "%s/%s/sys", fixtures, name);
+        pc_test_config(&cfg, 2);
+        cfg.sysfs_root = root;
+        cfg.pin = pin;
+        cfg.cpus = "0-1";
+        assert_int_equal(pc_runtime_create(&cfg, &rt), 0);
+        assert_int_equal(pc_stats_snapshot(rt, st, 2), 2);
+        pc_runtime_destroy(rt);
+        assert_int_equal(st[0].spin_pause, st[1].spin_pause);
+        return st[0].spin_pause;
+}
+
+/* A worker alone on its core spins without a pause; one whose core has
+ * another online hardware thread, or that is not pinned, pauses. */
+static void test_spin_pause(void **state)
+{
+        (void)state;
+        if (pauses("node-per-cpu", true) < 0)
+                skip();
+        assert_int_equal(pauses("node-per-cpu", true), 0);  /* one thread a core */
+        assert_int_equal(pauses("laptop", true), 1);        /* 0 and 1 are siblings */
+        assert_int_equal(pauses("offline-cpus", true), 1);  /* 0's sibling is 4 */
+        assert_int_equal(pauses("node-per-cpu", false), 1); /* not pinned */
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_spin_backs_off),
                 cmocka_unit_test(test_poll_keeps_spin),
+                cmocka_unit_test(test_spin_pause),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
