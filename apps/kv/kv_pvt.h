@@ -121,6 +121,7 @@ struct kv_sink {
         struct buf out;                /* replies ready while the queue is empty */
         struct pending *head, *tail;   /* replies waiting for other workers */
         unsigned refs;                 /* remote calls whose done has not run */
+        uint32_t batch;                /* this request batch's tag, 0 until one needs it */
         bool dead;                     /* the transport is gone: drop replies */
 };
 
@@ -141,6 +142,11 @@ void kv_shard_lend_start(void);
 
 /** Send what is ready, in order; calls ops->drained when nothing waits. */
 void kv_sink_flush(struct kv_sink *k);
+
+/** The requests read at once are done: their replies would go out now
+ *  in memcached, which holds an item an mg reply sends until then (or
+ *  until an mn): kv_sink_flush(), and later requests are another batch. */
+void kv_sink_batch_end(struct kv_sink *k);
 
 /** The transport is gone: free now or when the last remote call returns. */
 void kv_sink_kill(struct kv_sink *k);

@@ -475,8 +475,9 @@ enum kv_parse_rc kv_parse(struct kv_parser *p, const char *buf, size_t len, stru
                 *consumed = total;
                 return rc;
         }
-        /* A storage command: its data block follows the line. */
-        if (req->dlen > p->item_max) {
+        /* A storage command: its data block follows the line. memcached
+         * refuses an item over -I bytes, its header counted. */
+        if (kv_mc_item_size(req->keylen, req->dlen, req->flags) > p->item_max) {
                 /* Skip the value so it is not read as commands. */
                 p->swallow = req->dlen + 2;
                 *consumed = total;

@@ -142,6 +142,11 @@ struct kv_req {
         /** mg, ma: the error memcached sends for this request after running
          *  it up to flag mstop (an opaque token too long), or NULL. */
         const char *err;
+        /** mg, ma, incr, decr: the tag of the request batch it came in
+         *  (set by kv_dispatch; 0: none). An mg marks the item it read with
+         *  it; an incr of an item marked by its own batch stores a new item,
+         *  as memcached does while an unsent reply holds the old one. */
+        uint32_t batch;
 };
 
 /** Was meta flag @c sent? */

@@ -270,7 +270,7 @@ static void on_data(struct pc_conn *pc, const void *data, size_t len, void *arg)
         }
         if (c->in.oom)
                 c->sink.out.oom = true;
-        kv_sink_flush(&c->sink);
+        kv_sink_batch_end(&c->sink);
 }
 
 static void on_close(struct pc_conn *pc, int err, void *arg)
