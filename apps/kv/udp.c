@@ -138,14 +138,8 @@ static void udp_datagram(struct pc_udp_ep *ep, const struct pc_udp_peer *from,
                         prc = kv_bin_parse(&parser, p + off, n - off, &req, &used, &status);
                 else
                         prc = kv_parse(&parser, p + off, n - off, &req, &used, &err);
-                if (prc == KV_PARSE_NEED) {
-                        /* A request cut short by the datagram's end. */
-                        b = kv_sink_slot(&u->sink);
-                        req.proto = binary ? KV_PROTO_BINARY : KV_PROTO_ASCII;
-                        if (b && !binary)
-                                kv_reply_error(&req, KV_ERR_CHUNK, KV_BIN_EINVAL, b);
-                        break;
-                }
+                if (prc == KV_PARSE_NEED) /* cut short by the datagram's end: */
+                        break;            /* memcached says nothing */
                 off += used;
                 if (prc == KV_PARSE_OK) {
                         if (req.cmd == KV_QUIT)
