@@ -172,8 +172,8 @@ static void exec_ma(struct kv_store *s, const struct kv_req *r, struct kv_result
         int64_t now = kv_store_now(s), exptime;
         char num[20];
 
-        res->rc = kv_store_arith(s, r->key, r->keylen, incr, r->delta, r->has_cas ? r->cas : 0,
-                                 r->batch, &res->number, &it);
+        res->rc = kv_store_arith(s, r->key, r->keylen, incr, r->delta,
+                                 r->has_cas ? r->cas : 0, r->batch, &res->number, &it);
         if (res->rc == KV_NOT_FOUND && r->vivify) {
                 it = vivify(s, r, num, (size_t)kv_fmt_u64(num, r->initial));
                 if (it == NULL) {

@@ -121,7 +121,7 @@ struct kv_sink {
         struct buf out;                /* replies ready while the queue is empty */
         struct pending *head, *tail;   /* replies waiting for other workers */
         unsigned refs;                 /* remote calls whose done has not run */
-        uint32_t batch;                /* this request batch's tag, 0 until one needs it */
+        uint32_t batch;                /* this request batch's tag, 0 until needed */
         bool dead;                     /* the transport is gone: drop replies */
 };
 

@@ -234,7 +234,7 @@ enum kv_parse_rc kv_bin_parse(struct kv_parser *p, const char *buf, size_t len,
         h.bodylen = be32(b + 8);
         frame = (uint64_t)KV_BIN_HDR_LEN + h.bodylen;
 
-        memset(req, 0, sizeof(*req));
+        memset(req, 0, KV_REQ_CLASSIC); /* a binary request has no meta fields */
         req->proto = KV_PROTO_BINARY;
         req->opcode = h.opcode;
         req->opaque = be32(b + 12);

@@ -249,6 +249,7 @@ enum kv_parse_rc kv__meta_parse(struct kv_parser *p, const struct kv_tok *t, uns
         int64_t len;
         int stop;
 
+        memset(req->mflags, 0, sizeof(*req) - KV_REQ_CLASSIC);
         req->proto = KV_PROTO_META;
         switch (t[0].s[1]) {
         case 'g':

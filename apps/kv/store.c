@@ -491,9 +491,9 @@ static bool value_number(const struct kv_item *it, uint64_t *out)
         return true;
 }
 
-enum kv_store_rc kv_store_arith(struct kv_store *s, const char *key, size_t klen, bool incr,
-                                uint64_t delta, uint64_t cas, uint32_t batch, uint64_t *result,
-                                const struct kv_item **out)
+enum kv_store_rc kv_store_arith(struct kv_store *s, const char *key, size_t klen,
+                                bool incr, uint64_t delta, uint64_t cas, uint32_t batch,
+                                uint64_t *result, const struct kv_item **out)
 {
         int64_t now = kv_store_now(s);
         struct kv_item *old = find(s, key, klen, now), *it;

@@ -32,8 +32,8 @@ struct kv_item {
         uint32_t stime;  /* when stored (unix seconds), for delayed flush_all */
         uint32_t flags;
         uint32_t vlen;
-        uint32_t atime;  /* last access as memcached keeps it: stored, or read after the first */
-        uint32_t held;   /* the request batch whose unsent mg reply holds it (kv_req.batch) */
+        uint32_t atime;  /* last access as memcached keeps it: stored, or read again */
+        uint32_t held;   /* the batch whose unsent mg reply holds it (kv_req.batch) */
         uint8_t klen;
         uint8_t iflags;  /* KV_IT_* */
         char data[];
@@ -144,16 +144,17 @@ enum kv_store_rc kv_store_touch(struct kv_store *s, const char *key, size_t klen
                                 int64_t exptime, const struct kv_item **it);
 
 /** incr (@incr true) or decr by @delta; *@result gets the new value and
- *  *@it (when not NULL) the item. A non-zero @batch equal to the item's
- *  held tag (an mg of this request batch read it, and memcached's reply
- *  still holds it) stores the number as a new item, as memcached does. incr wraps at 2^64, decr stops at 0, as
+ *  *@it (when not NULL) the item. incr wraps at 2^64, decr stops at 0, as
  *  memcached; a value is a number as strtoull() reads one (leading white
  *  space, a sign, digits, then the end or white space), and a new number
  *  no longer than the old one is written in its place, padded with
- *  spaces. A non-zero @cas must match (else KV_EXISTS). */
-enum kv_store_rc kv_store_arith(struct kv_store *s, const char *key, size_t klen, bool incr,
-                                uint64_t delta, uint64_t cas, uint32_t batch, uint64_t *result,
-                                const struct kv_item **it);
+ *  spaces, unless @batch is not 0 and the item's held tag: an mg of this
+ *  request batch read it, and memcached, whose reply still holds the item,
+ *  stores the number as a new item then. A non-zero @cas must match (else
+ *  KV_EXISTS). */
+enum kv_store_rc kv_store_arith(struct kv_store *s, const char *key, size_t klen,
+                                bool incr, uint64_t delta, uint64_t cas, uint32_t batch,
+                                uint64_t *result, const struct kv_item **it);
 
 /* ---- what the meta commands do to an item (found with kv_store_peek) ---- */
 

@@ -166,6 +166,14 @@ def same(a, b, slack=1):
     return True
 
 
+def first_diff(a, b):
+    """The first reply lines that differ, as (memcached's, pc-kv's)."""
+    for x, y in zip(entries(a), entries(b)):
+        if x[1] != y[1] or fields(x[0]) != fields(y[0]):
+            return x[0][:300], y[0][:300]
+    return len(entries(a)), len(entries(b))
+
+
 def learn_cas(srv, raw):
     """Each server's cas per key, from its replies that carry k and c."""
     for line, _ in entries(raw):
@@ -191,9 +199,9 @@ def step(what, req, on=None, slack=1):
     for srv, raw in zip(on, raws):
         learn_cas(srv, raw)
     if not same(raws[0], raws[1], slack):
-        shown = req(servers[0]) if callable(req) else req
-        fail("%s\n request:   %r\n memcached: %r\n pc-kv:     %r" %
-             (what, shown[:800], raws[0][:800], raws[1][:800]))
+        shown = req(on[0]) if callable(req) else req
+        fail("%s\n request:   %r\n memcached: %r\n pc-kv:     %r\n first difference: %r" %
+             (what, shown[:800], raws[0][:800], raws[1][:800], first_diff(raws[0], raws[1])))
     return raws
 
 
@@ -640,10 +648,13 @@ def sessions():
              frame(0x11, b"btl", ext(), big, 2) + frame(0x00, b"btl", opaque=3) +
              frame(0x0a, opaque=99), 99)
     n = lim - 3
-    bin_step("item limit", frame(0x01, b"bl1", ext(), b"x" * n, 1) + frame(0x00, b"bl1", opaque=2) +
+    bin_step("item limit",
+             frame(0x01, b"bl1", ext(), b"x" * n, 1) + frame(0x00, b"bl1", opaque=2) +
              frame(0x01, b"bl1", ext(5), b"x" * n, 3) + frame(0x00, b"bl1", opaque=4) +
-             frame(0x01, b"bl1", ext(5), b"x" * (n - 4), 5) + frame(0x0e, b"bl1", value=b"y", opaque=6) +
-             frame(0x0f, b"bl1", value=b"y", opaque=7) + frame(0x01, b"bl1", ext(), b"x" * (n + 1), 8) +
+             frame(0x01, b"bl1", ext(5), b"x" * (n - 4), 5) +
+             frame(0x0e, b"bl1", value=b"y", opaque=6) +
+             frame(0x0f, b"bl1", value=b"y", opaque=7) +
+             frame(0x01, b"bl1", ext(), b"x" * (n + 1), 8) +
              frame(0x00, b"bl1", opaque=9) + frame(0x0a, opaque=99), 99)
     bin_step("meta key over binary", frame(0x00, b"foo", opaque=1) + frame(0x0a, opaque=99), 99)
 
