@@ -597,6 +597,12 @@ def sessions():
     step("ma after mg, mn between", b"ms h2 1\r\n5\r\nmg h2 h\r\nmn\r\nma h2\r\nmg h2 h v\r\n")
     step("incr after quiet mg", b"ms h3 1\r\n5\r\nmg h3 q\r\nincr h3 1\r\nmg h3 h v\r\n"
          b"mg h3 s\r\nmg nope\r\ndecr h3 1\r\nmg h3 h\r\n")
+    step("ma after gat, a vivified item, a refused mg, mg u",
+         b"ms g1 1\r\n5\r\ngat 100 g1\r\nincr g1 1\r\nmg g1 h\r\nmd g3\r\nma g3 N0 J5\r\n"
+         b"mg g3 h\r\nma g3\r\nmg g3 h v\r\nms g5 1\r\n5\r\n"
+         b"mg g5 O123456789012345678901234567890123 v\r\nma g5\r\nmg g5 h v\r\n"
+         b"ms g6 1\r\n5\r\nmg g6 v u\r\nma g6\r\nmg g6 h v\r\nmg g6 v\r\nma g6\r\n"
+         b"mg g6 h v\r\n")
     step("ma after get, gets, ma, me", b"ms h4 1\r\n5\r\nget h4\r\nma h4\r\nmg h4 h\r\n"
          b"ms h5 1\r\n5\r\ngets h5\r\nincr h5 1\r\nmg h5 h\r\nms h6 1\r\n5\r\nmg h6 h\r\n"
          b"me h6\r\nma h6 v\r\nma h6 v\r\nmg h6 h\r\nmg nope2 h\r\nma nope2 N0\r\n"
