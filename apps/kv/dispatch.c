@@ -127,6 +127,7 @@ static uint32_t sink_batch(struct kv_sink *k)
 void kv_sink_batch_end(struct kv_sink *k)
 {
         k->batch = 0;
+        k->nreq = 0;
         kv_sink_flush(k);
 }
 

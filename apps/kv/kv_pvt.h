@@ -122,6 +122,7 @@ struct kv_sink {
         struct pending *head, *tail;   /* replies waiting for other workers */
         unsigned refs;                 /* remote calls whose done has not run */
         uint32_t batch;                /* this request batch's tag, 0 until needed */
+        unsigned nreq;                 /* commands read at once so far (kv_sink_count) */
         bool dead;                     /* the transport is gone: drop replies */
 };
 
@@ -147,6 +148,18 @@ void kv_sink_flush(struct kv_sink *k);
  *  in memcached, which holds an item an mg reply sends until then (or
  *  until an mn): kv_sink_flush(), and later requests are another batch. */
 void kv_sink_batch_end(struct kv_sink *k);
+
+/** memcached runs 21 commands of what it read at once, then sends their
+ *  replies and runs 20 more at a time (its -R, 20): a new batch there. */
+#define KV_REQS_PER_EVENT 20
+
+/** A command line was read (a request or a refused one, not the bytes of a
+ *  value): call before dispatching it. */
+static inline void kv_sink_count(struct kv_sink *k)
+{
+        if (++k->nreq > KV_REQS_PER_EVENT + 1 && (k->nreq - 2) % KV_REQS_PER_EVENT == 0)
+                k->batch = 0;
+}
 
 /** The transport is gone: free now or when the last remote call returns. */
 void kv_sink_kill(struct kv_sink *k);

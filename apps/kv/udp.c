@@ -133,6 +133,7 @@ static void udp_datagram(struct pc_udp_ep *ep, const struct pc_udp_peer *from,
                 uint16_t status = 0;
                 enum kv_parse_rc prc;
                 struct buf *b;
+                bool line = parser.swallow == 0; /* not a value's bytes */
 
                 if (binary)
                         prc = kv_bin_parse(&parser, p + off, n - off, &req, &used, &status);
@@ -140,6 +141,8 @@ static void udp_datagram(struct pc_udp_ep *ep, const struct pc_udp_peer *from,
                         prc = kv_parse(&parser, p + off, n - off, &req, &used, &err);
                 if (prc == KV_PARSE_NEED) /* cut short by the datagram's end: */
                         break;            /* memcached says nothing */
+                if (line)
+                        kv_sink_count(&u->sink);
                 off += used;
                 if (prc == KV_PARSE_OK) {
                         if (req.cmd == KV_QUIT)

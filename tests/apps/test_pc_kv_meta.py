@@ -326,6 +326,9 @@ def udp_sessions():
     # Values over several datagrams: 1,400 bytes each, header included.
     udp_step("a large value", b"ms u:big 5000\r\n" + b"z" * 5000 + b"\r\nmn\r\n")
     udp_step("a large reply", b"mg u:big v k s\r\nmg u:big v\r\nme u:big\r\nmn\r\n")
+    for pre in (19, 20, 21):
+        udp_step("ma after mg, after %d commands" % pre, b"mg nope q\r\n" * pre +
+                 b"ms u:h 1\r\n5\r\nmg u:h\r\nma u:h\r\nmg u:h h\r\nmn\r\n")
     udp_step("ma after mg", b"ms u:h 1\r\n5\r\nmg u:h h\r\nma u:h\r\nmg u:h h v\r\nmn\r\n")
     # A request line cut short by the datagram's end goes unanswered. (A
     # value cut short is not tried: memcached then reads the rest of the
@@ -597,6 +600,15 @@ def sessions():
     step("ma after mg, mn between", b"ms h2 1\r\n5\r\nmg h2 h\r\nmn\r\nma h2\r\nmg h2 h v\r\n")
     step("incr after quiet mg", b"ms h3 1\r\n5\r\nmg h3 q\r\nincr h3 1\r\nmg h3 h v\r\n"
          b"mg h3 s\r\nmg nope\r\ndecr h3 1\r\nmg h3 h\r\n")
+    # memcached runs 21 commands of what it read at once, then sends their
+    # replies (letting go of what they hold) and runs 20 more at a time.
+    fillers = [b"mg nope q\r\n", b"bogus\r\n", b"ms f 1 q\r\nx\r\n", b"incr nope x noreply\r\n",
+               b"mn\r\n", b"set big 0 0 2000000 noreply\r\n" + big + b"\r\n"]
+    for pre in (19, 20, 21, 40, 61):
+        for i, filler in enumerate(fillers[:5] if pre != 20 else fillers):
+            step("ma after mg, after %d commands (filler %d)" % (pre, i),
+                 b"ms r1 1\r\n5\r\nmn\r\n" + filler * (pre - 2) +
+                 b"mg r1\r\nma r1\r\nmg r1 h\r\nmn\r\n")
     step("ma after gat, a vivified item, a refused mg, mg u",
          b"ms g1 1\r\n5\r\ngat 100 g1\r\nincr g1 1\r\nmg g1 h\r\nmd g3\r\nma g3 N0 J5\r\n"
          b"mg g3 h\r\nma g3\r\nmg g3 h v\r\nms g5 1\r\n5\r\n"
