@@ -92,6 +92,8 @@ void kv_sink_flush(struct kv_sink *k)
                 return;
         if (!sink_send(k, &k->out))
                 return;
+        if (k->out.len && k->ops->reply_end)
+                k->ops->reply_end(k);
         k->out.len = 0;
         while (k->head && k->head->waiting == 0) {
                 struct pending *pd = k->head;
@@ -101,6 +103,8 @@ void kv_sink_flush(struct kv_sink *k)
                                 return;
                 if (pd->end && !k->ops->send(k, "END\r\n", 5))
                         return;
+                if (k->ops->reply_end)
+                        k->ops->reply_end(k);
                 k->head = pd->next;
                 if (k->head == NULL)
                         k->tail = NULL;

@@ -113,6 +113,9 @@ struct kv_sink_ops {
         void (*drained)(struct kv_sink *k);
         /** Free the sink: it is dead and no remote call refers to it. */
         void (*release)(struct kv_sink *k);
+        /** Optional: the bytes sent since the last call end one reply
+         *  place (a kv_sink_slot(), a multi-key get's whole reply). */
+        void (*reply_end)(struct kv_sink *k);
 };
 
 /** Where a stream of requests' replies go, in request order. */

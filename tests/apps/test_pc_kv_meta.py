@@ -282,7 +282,7 @@ def arith_ext(delta, initial, exp=0):
 
 def udp_replies(srv, payload, rid):
     """@payload (ending in mn) in one datagram: the replies' payloads in
-    order, up to MN's, and each datagram's header checked."""
+    order, up to MN's, and each datagram's sequence number and count."""
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.settimeout(10)
     s.sendto(struct.pack(">HHHH", rid, 0, 1, 0) + payload, ("127.0.0.1", srv.port))
@@ -291,24 +291,29 @@ def udp_replies(srv, payload, rid):
         while not got.endswith(b"MN\r\n"):
             d = s.recv(65536)
             assert len(d) >= 8 and len(d) <= 1400, "datagram of %d bytes" % len(d)
-            frames.append(struct.unpack(">HHHH", d[:8]))
-            assert frames[-1][0] == rid and frames[-1][3] == 0, frames[-1]
+            h = struct.unpack(">HHHH", d[:8])
+            assert h[0] == rid and h[3] == 0, h
+            frames.append(h[1:3])
             got += d[8:]
     except socket.timeout:
         raise AssertionError("UDP: %s timed out; so far %r" % (srv.name, got[-300:]))
     finally:
         s.close()
-    return got
+    return got, frames
 
 
 def udp_step(what, payload):
-    """The same datagram to both servers; their replies put together are
-    compared as step() compares them (memcached sends each reply in a
-    datagram of its own, pc-kv as few datagrams as the replies fill)."""
+    """The same datagram to both servers: their replies' datagrams must be
+    numbered alike (each reply from 0, in datagrams of its own), and the
+    replies put together compare as step() compares them."""
     global steps
     steps += 1
     rid = steps & 0xffff
-    raws = [udp_replies(srv, payload, rid) for srv in servers]
+    got = [udp_replies(srv, payload, rid) for srv in servers]
+    raws = [g[0] for g in got]
+    if got[0][1] != got[1][1]:
+        fail("UDP %s: datagrams (sequence, count)\n memcached: %r\n pc-kv:     %r" %
+             (what, got[0][1], got[1][1]))
     if not same(raws[0], raws[1]):
         fail("UDP %s\n request:   %r\n memcached: %r\n pc-kv:     %r" %
              (what, payload[:800], raws[0][:800], raws[1][:800]))
