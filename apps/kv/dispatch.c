@@ -92,6 +92,8 @@ void kv_sink_flush(struct kv_sink *k)
                 return;
         if (!sink_send(k, &k->out))
                 return;
+        if (k->out.len && k->ops->reply_end)
+                k->ops->reply_end(k);
         k->out.len = 0;
         while (k->head && k->head->waiting == 0) {
                 struct pending *pd = k->head;
@@ -101,6 +103,8 @@ void kv_sink_flush(struct kv_sink *k)
                                 return;
                 if (pd->end && !k->ops->send(k, "END\r\n", 5))
                         return;
+                if (k->ops->reply_end)
+                        k->ops->reply_end(k);
                 k->head = pd->next;
                 if (k->head == NULL)
                         k->tail = NULL;
@@ -108,6 +112,27 @@ void kv_sink_flush(struct kv_sink *k)
         }
         if (k->head == NULL)
                 k->ops->drained(k);
+}
+
+/* Batch tags: per worker, the worker in the low bits, never 0. */
+static struct {
+        _Alignas(64) uint32_t next;
+} batch_tags[PC_MAX_WORKERS];
+
+static uint32_t sink_batch(struct kv_sink *k)
+{
+        unsigned w = (unsigned)pc_worker_id();
+
+        while (k->batch == 0)
+                k->batch = ++batch_tags[w].next * PC_MAX_WORKERS + w;
+        return k->batch;
+}
+
+void kv_sink_batch_end(struct kv_sink *k)
+{
+        k->batch = 0;
+        k->nreq = 0;
+        kv_sink_flush(k);
 }
 
 struct buf *kv_sink_slot(struct kv_sink *k)
@@ -550,6 +575,15 @@ static void dispatch_memlimit(struct kv_sink *k, const struct kv_req *r)
 
 /* ---- every request ---------------------------------------------------------------------- */
 
+/* mg marks what it reads with the batch, incr and decr look for the mark. */
+static void dispatch_batched(struct kv_sink *k, const struct kv_req *r)
+{
+        struct kv_req t = *r;
+
+        t.batch = sink_batch(k);
+        dispatch_one(k, &t);
+}
+
 void kv_dispatch(struct kv_sink *k, const struct kv_req *r)
 {
         struct buf *b;
@@ -573,11 +607,19 @@ void kv_dispatch(struct kv_sink *k, const struct kv_req *r)
         case KV_CACHE_MEMLIMIT:
                 dispatch_memlimit(k, r);
                 return;
+        case KV_MG:
+        case KV_MA:
+        case KV_INCR:
+        case KV_DECR:
+                dispatch_batched(k, r);
+                return;
+        case KV_MN: /* memcached sends the replies so far at an mn */
+                k->batch = 0;
+                /* fall through */
         case KV_VERSION:
         case KV_VERBOSITY:
         case KV_QUIT:
         case KV_NOOP:
-        case KV_MN:
                 b = kv_sink_slot(k);
                 if (b)
                         kv_reply_done(r, b);

@@ -28,8 +28,8 @@ static void exec_arith(struct kv_store *s, const struct kv_req *r, const char *k
         char num[24];
         int n;
 
-        res->rc = kv_store_arith(s, key, klen, r->cmd == KV_INCR, r->delta, 0, &res->number,
-                                 NULL);
+        res->rc = kv_store_arith(s, key, klen, r->cmd == KV_INCR, r->delta, 0, r->batch,
+                                 &res->number, NULL);
         if (res->rc == KV_NOT_FOUND && r->vivify) {
                 n = kv_fmt_u64(num, r->initial);
                 res->rc = kv_store_update(s, KV_ADD, key, klen, 0, r->exptime, num, (size_t)n,

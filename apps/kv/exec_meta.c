@@ -94,6 +94,7 @@ static void exec_mg(struct kv_store *s, const struct kv_req *r, struct kv_result
                 kv_store_set_iflags(s, it, KV_IT_WIN_SENT, 0);
         if (!kv_req_mflag(r, 'u'))
                 kv_store_read(s, it);
+        kv_store_hold(s, it, r->batch);
         kv_store_count_get(s, true, touched);
         res->it = it;
         res->rc = KV_OK;
@@ -171,8 +172,8 @@ static void exec_ma(struct kv_store *s, const struct kv_req *r, struct kv_result
         int64_t now = kv_store_now(s), exptime;
         char num[20];
 
-        res->rc = kv_store_arith(s, r->key, r->keylen, incr, r->delta, r->has_cas ? r->cas : 0,
-                                 &res->number, &it);
+        res->rc = kv_store_arith(s, r->key, r->keylen, incr, r->delta,
+                                 r->has_cas ? r->cas : 0, r->batch, &res->number, &it);
         if (res->rc == KV_NOT_FOUND && r->vivify) {
                 it = vivify(s, r, num, (size_t)kv_fmt_u64(num, r->initial));
                 if (it == NULL) {
@@ -224,7 +225,7 @@ static void exec_me(struct kv_store *s, const struct kv_req *r, struct kv_result
         res->ttl = ttl_of(it, now);
         res->la = now - it->atime;
         res->fetched = (it->iflags & KV_IT_FETCHED) != 0;
-        res->number = kv_store_item_size(it->klen, it->vlen);
+        res->number = kv_mc_item_size(it->klen, it->vlen, it->flags);
 }
 
 void kv_exec_meta(struct kv_store *s, const struct kv_req *r, struct kv_result *res)

@@ -113,6 +113,9 @@ struct kv_sink_ops {
         void (*drained)(struct kv_sink *k);
         /** Free the sink: it is dead and no remote call refers to it. */
         void (*release)(struct kv_sink *k);
+        /** Optional: the bytes sent since the last call end one reply
+         *  place (a kv_sink_slot(), a multi-key get's whole reply). */
+        void (*reply_end)(struct kv_sink *k);
 };
 
 /** Where a stream of requests' replies go, in request order. */
@@ -121,6 +124,8 @@ struct kv_sink {
         struct buf out;                /* replies ready while the queue is empty */
         struct pending *head, *tail;   /* replies waiting for other workers */
         unsigned refs;                 /* remote calls whose done has not run */
+        uint32_t batch;                /* this request batch's tag, 0 until needed */
+        unsigned nreq;                 /* commands read at once so far (kv_sink_count) */
         bool dead;                     /* the transport is gone: drop replies */
 };
 
@@ -141,6 +146,23 @@ void kv_shard_lend_start(void);
 
 /** Send what is ready, in order; calls ops->drained when nothing waits. */
 void kv_sink_flush(struct kv_sink *k);
+
+/** The requests read at once are done: their replies would go out now
+ *  in memcached, which holds an item an mg reply sends until then (or
+ *  until an mn): kv_sink_flush(), and later requests are another batch. */
+void kv_sink_batch_end(struct kv_sink *k);
+
+/** memcached runs 21 commands of what it read at once, then sends their
+ *  replies and runs 20 more at a time (its -R, 20): a new batch there. */
+#define KV_REQS_PER_EVENT 20
+
+/** A command line was read (a request or a refused one, not the bytes of a
+ *  value): call before dispatching it. */
+static inline void kv_sink_count(struct kv_sink *k)
+{
+        if (++k->nreq > KV_REQS_PER_EVENT + 1 && (k->nreq - 2) % KV_REQS_PER_EVENT == 0)
+                k->batch = 0;
+}
 
 /** The transport is gone: free now or when the last remote call returns. */
 void kv_sink_kill(struct kv_sink *k);

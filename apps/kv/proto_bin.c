@@ -234,7 +234,7 @@ enum kv_parse_rc kv_bin_parse(struct kv_parser *p, const char *buf, size_t len,
         h.bodylen = be32(b + 8);
         frame = (uint64_t)KV_BIN_HDR_LEN + h.bodylen;
 
-        memset(req, 0, sizeof(*req));
+        memset(req, 0, KV_REQ_CLASSIC); /* a binary request has no meta fields */
         req->proto = KV_PROTO_BINARY;
         req->opcode = h.opcode;
         req->opaque = be32(b + 12);
@@ -251,6 +251,14 @@ enum kv_parse_rc kv_bin_parse(struct kv_parser *p, const char *buf, size_t len,
                 return KV_PARSE_CLOSE;
         }
         st = check(s, &h, p->item_max);
+        if (st == KV_BIN_OK && s->value) {
+                /* memcached counts its item header and the flags in -I. */
+                if (len < KV_BIN_HDR_LEN + (size_t)h.extlen + h.keylen)
+                        return KV_PARSE_NEED;
+                fill(req, s, &h, b);
+                if (kv_mc_item_size(req->keylen, req->dlen, req->flags) > p->item_max)
+                        st = KV_BIN_E2BIG;
+        }
         if (st == KV_BIN_E2BIG) {
                 /* Keep the key: a refused set drops the key's old value. */
                 if (len < KV_BIN_HDR_LEN + (size_t)h.extlen + h.keylen)

@@ -249,6 +249,7 @@ enum kv_parse_rc kv__meta_parse(struct kv_parser *p, const struct kv_tok *t, uns
         int64_t len;
         int stop;
 
+        memset(req->mflags, 0, sizeof(*req) - KV_REQ_CLASSIC);
         req->proto = KV_PROTO_META;
         switch (t[0].s[1]) {
         case 'g':
@@ -557,8 +558,30 @@ static void ma_reply(const struct kv_req *r, const struct kv_result *res, struct
         }
 }
 
+/* memcached's slab classes from its defaults: 96 bytes (a 48-byte header
+ * and 48 of data), each next 1.25 times larger and rounded up to 8, while
+ * that stays under 512 KB / 1.25; then one class of 512 KB, where larger
+ * items are chained from. */
+#define MC_CHUNK_MIN 96
+#define MC_CHUNK_MAX (512 * 1024)
+
+/* me's cls= for an item of kv_mc_item_size() @size. */
+static unsigned mc_slab_class(size_t size)
+{
+        size_t chunk = MC_CHUNK_MIN;
+        unsigned cls = 1;
+
+        for (; chunk * 5 <= MC_CHUNK_MAX * 4; cls++) {
+                if (size <= chunk)
+                        return cls;
+                chunk = (chunk * 5 / 4 + 7) & ~(size_t)7;
+        }
+        return cls;
+}
+
 /* ME <key> exp=<-seconds left, -1 never> la=<seconds> cas=<cas> fetch=<yes|no>
- * cls=<class> size=<bytes>: pc-kv has one class, 1, and counts its own size. */
+ * cls=<class> size=<bytes>: the size and slab class are memcached's for the
+ * item (kv_mc_item_size, mc_slab_class), not what pc-kv allocates. */
 static void me_reply(const struct kv_req *r, const struct kv_result *res, struct buf *out)
 {
         const struct kv_item *it = res->it;
@@ -587,7 +610,9 @@ static void me_reply(const struct kv_req *r, const struct kv_result *res, struct
         buf_str(out, " cas=");
         put_u64(out, it->cas);
         buf_str(out, res->fetched ? " fetch=yes" : " fetch=no");
-        buf_str(out, " cls=1 size=");
+        buf_str(out, " cls=");
+        put_u64(out, mc_slab_class(res->number));
+        buf_str(out, " size=");
         put_u64(out, res->number);
         end_line(out);
 }

@@ -15,10 +15,9 @@
 #include <stdint.h>
 
 #define KV_UDP_HDR_LEN 8
-/** Reply bytes per datagram, header excluded (memcached's UDP_MAX_PAYLOAD_SIZE
- *  is the same number); a 1408-byte datagram fits a 1500-byte MTU with its
- *  IP and UDP headers. */
-#define KV_UDP_PAYLOAD_MAX 1400
+/** Reply bytes per datagram, header excluded: memcached 1.6.18 sends
+ *  datagrams of at most 1400 bytes, its header included (measured). */
+#define KV_UDP_PAYLOAD_MAX (1400 - KV_UDP_HDR_LEN)
 /** Largest datagram kv_udp_frame() writes. */
 #define KV_UDP_DGRAM_MAX (KV_UDP_HDR_LEN + KV_UDP_PAYLOAD_MAX)
 /** The reply memcached sends to a request that spans datagrams. */

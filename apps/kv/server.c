@@ -289,8 +289,11 @@ int main(int argc, char **argv)
         rc = pc_shard_init(kv_rt, NULL);
         if (rc == 0 && strcmp(kv_set.backend, "kernel") == 0)
                 rc = pc_knet_configure(kv_rt, &ko);
-        for (unsigned w = 0; rc == 0 && w < workers; w++)
+        for (unsigned w = 0; rc == 0 && w < workers; w++) {
                 rc = kv_store_create(kv_mem_total() / workers, NULL, NULL, &kv_stores[w]);
+                if (rc == 0)
+                        kv_store_set_item_max(kv_stores[w], kv_set.item_max);
+        }
         if (rc) {
                 fprintf(stderr, "pc-kv: setup: %s\n", pc_strerror(rc));
                 goto out;

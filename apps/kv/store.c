@@ -23,6 +23,7 @@ struct kv_store {
         uint64_t next_cas;
         int64_t flush_at; /* delayed flush_all time, 0 = none */
         size_t mem_cap;
+        size_t item_max; /* memcached's -I, in kv_mc_item_size() bytes */
         kv_clock_fn clock;
         void *clock_arg;
         struct kv_store_stats st;
@@ -47,6 +48,7 @@ int kv_store_create(size_t mem_cap, kv_clock_fn clock, void *clock_arg, struct k
                 return -ENOMEM;
         }
         s->mem_cap = mem_cap;
+        s->item_max = SIZE_MAX;
         s->clock = clock ? clock : clock_time;
         s->clock_arg = clock_arg;
         s->st.limit_maxbytes = mem_cap;
@@ -66,6 +68,11 @@ void kv_store_destroy(struct kv_store *s)
         }
         free(s->table);
         free(s);
+}
+
+void kv_store_set_item_max(struct kv_store *s, size_t item_max)
+{
+        s->item_max = item_max;
 }
 
 size_t kv_store_item_size(size_t klen, size_t vlen)
@@ -195,7 +202,7 @@ static bool is_live(const struct kv_store *s, const struct kv_item *it, int64_t 
 {
         if (it->exptime != 0 && it->exptime <= now)
                 return false;
-        return !(s->flush_at && now >= s->flush_at && it->stime < s->flush_at);
+        return !(s->flush_at && now >= s->flush_at && (int64_t)it->stime < s->flush_at);
 }
 
 /* The live item for @key; an expired or flushed one is removed on sight. */
@@ -227,16 +234,21 @@ static void bump(struct kv_store *s, struct kv_item *it)
         }
 }
 
-/* A read, as memcached's segmented LRU marks one: the first sets FETCHED,
- * the second ACTIVE and the access time; later ones leave both. */
+/*
+ * A read, as memcached's segmented LRU marks one: the first sets FETCHED;
+ * a later one moves the access time. memcached moves it on a read that
+ * finds the item fetched and not ACTIVE, and sets ACTIVE; its LRU
+ * maintainer clears ACTIVE again as it moves the item on to another queue,
+ * within about a second. Counted in whole seconds, as l and la are, every
+ * read after the first moves the time (a second read in the same second
+ * would set it to the same value).
+ */
 static void read_item(struct kv_store *s, struct kv_item *it, int64_t now)
 {
-        if (!(it->iflags & KV_IT_FETCHED))
-                it->iflags |= KV_IT_FETCHED;
-        else if (!(it->iflags & KV_IT_ACTIVE)) {
-                it->iflags |= KV_IT_ACTIVE;
+        if (it->iflags & KV_IT_FETCHED)
                 it->atime = (uint32_t)now;
-        }
+        else
+                it->iflags |= KV_IT_FETCHED;
         bump(s, it);
 }
 
@@ -252,7 +264,7 @@ static struct kv_item *item_new(const char *key, size_t klen, uint32_t flags, in
         it->hash = pc_shard_hash(key, klen);
         it->flags = flags;
         it->exptime = exptime;
-        it->stime = now;
+        it->stime = (uint32_t)now;
         it->atime = (uint32_t)now;
         it->klen = (uint8_t)klen;
         it->vlen = (uint32_t)vlen;
@@ -363,6 +375,8 @@ enum kv_store_rc kv_store_update(struct kv_store *s, int mode, const char *key, 
         if (mode == KV_APPEND || mode == KV_PREPEND) {
                 total += old->vlen;
                 flags = old->flags; /* memcached keeps the old flags and expiry */
+                if (kv_mc_item_size(klen, total, flags) > s->item_max)
+                        return KV_NOT_STORED;
         }
         if (kv_store_item_size(klen, total) > s->mem_cap)
                 return KV_NO_MEMORY;
@@ -477,9 +491,9 @@ static bool value_number(const struct kv_item *it, uint64_t *out)
         return true;
 }
 
-enum kv_store_rc kv_store_arith(struct kv_store *s, const char *key, size_t klen, bool incr,
-                                uint64_t delta, uint64_t cas, uint64_t *result,
-                                const struct kv_item **out)
+enum kv_store_rc kv_store_arith(struct kv_store *s, const char *key, size_t klen,
+                                bool incr, uint64_t delta, uint64_t cas, uint32_t batch,
+                                uint64_t *result, const struct kv_item **out)
 {
         int64_t now = kv_store_now(s);
         struct kv_item *old = find(s, key, klen, now), *it;
@@ -509,7 +523,7 @@ enum kv_store_rc kv_store_arith(struct kv_store *s, const char *key, size_t klen
                 s->st.decr_hits++;
         }
         n = kv_fmt_u64(num, v);
-        if ((size_t)n <= old->vlen) {
+        if ((size_t)n <= old->vlen && (batch == 0 || old->held != batch)) {
                 /* In place, as memcached: the item stays, padded with
                  * spaces, with a new cas. */
                 memcpy(old->data + klen, num, (size_t)n);
@@ -556,6 +570,12 @@ void kv_store_set_iflags(struct kv_store *s, const struct kv_item *it, unsigned 
 
         (void)s;
         w->iflags = (uint8_t)((w->iflags | set) & ~clear);
+}
+
+void kv_store_hold(struct kv_store *s, const struct kv_item *it, uint32_t batch)
+{
+        (void)s;
+        ((struct kv_item *)it)->held = batch;
 }
 
 void kv_store_recas(struct kv_store *s, const struct kv_item *it)

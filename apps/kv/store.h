@@ -18,7 +18,6 @@
 /* What an item has been through (kv_item.iflags), as memcached's meta
  * commands tell it. */
 #define KV_IT_FETCHED 0x01    /**< read since stored (mg h) */
-#define KV_IT_ACTIVE 0x02     /**< read twice: the second read set atime, later ones do not */
 #define KV_IT_STALE 0x04      /**< invalidated (md I, ms I): mg answers X */
 #define KV_IT_WIN_SENT 0x08   /**< a recache win (W) went out: later readers get Z */
 #define KV_IT_KEY_BINARY 0x10 /**< stored with a base64 key: mg k answers in base64 */
@@ -30,10 +29,11 @@ struct kv_item {
         uint64_t hash;
         uint64_t cas;
         int64_t exptime; /* absolute, 0 = never */
-        int64_t stime;   /* when stored, for delayed flush_all */
+        uint32_t stime;  /* when stored (unix seconds), for delayed flush_all */
         uint32_t flags;
         uint32_t vlen;
-        uint32_t atime;  /* last access as memcached keeps it: stored, or read twice */
+        uint32_t atime;  /* last access as memcached keeps it: stored, or read again */
+        uint32_t held;   /* the batch whose unsent mg reply holds it (kv_req.batch) */
         uint8_t klen;
         uint8_t iflags;  /* KV_IT_* */
         char data[];
@@ -47,6 +47,17 @@ static inline const char *kv_item_key(const struct kv_item *it)
 static inline const char *kv_item_value(const struct kv_item *it)
 {
         return it->data + it->klen;
+}
+
+/*
+ * memcached 1.6's own item size, for the limit -I sets and me's size=: its
+ * 48-byte header, the key and a NUL, the value and its "\r\n", the cas,
+ * and the client flags when they are not 0 (measured against 1.6.18).
+ */
+#define KV_MC_ITEM_HDR 48
+static inline size_t kv_mc_item_size(size_t klen, size_t vlen, uint32_t flags)
+{
+        return KV_MC_ITEM_HDR + klen + 1 + vlen + 2 + 8 + (flags ? 4u : 0u);
 }
 
 /** Counters of one store; summed over shards for "stats". */
@@ -85,6 +96,11 @@ struct kv_store;
  */
 int kv_store_create(size_t mem_cap, kv_clock_fn clock, void *clock_arg, struct kv_store **out);
 void kv_store_destroy(struct kv_store *s);
+
+/** Refuse an append or prepend (KV_NOT_STORED) whose value would make
+ *  an item over @item_max bytes as memcached counts them (kv_mc_item_size);
+ *  by default no limit. */
+void kv_store_set_item_max(struct kv_store *s, size_t item_max);
 
 /** Bytes an item of these sizes is charged. */
 size_t kv_store_item_size(size_t klen, size_t vlen);
@@ -132,17 +148,20 @@ enum kv_store_rc kv_store_touch(struct kv_store *s, const char *key, size_t klen
  *  memcached; a value is a number as strtoull() reads one (leading white
  *  space, a sign, digits, then the end or white space), and a new number
  *  no longer than the old one is written in its place, padded with
- *  spaces. A non-zero @cas must match (else KV_EXISTS). */
-enum kv_store_rc kv_store_arith(struct kv_store *s, const char *key, size_t klen, bool incr,
-                                uint64_t delta, uint64_t cas, uint64_t *result,
-                                const struct kv_item **it);
+ *  spaces, unless @batch is not 0 and the item's held tag: an mg of this
+ *  request batch read it, and memcached, whose reply still holds the item,
+ *  stores the number as a new item then. A non-zero @cas must match (else
+ *  KV_EXISTS). */
+enum kv_store_rc kv_store_arith(struct kv_store *s, const char *key, size_t klen,
+                                bool incr, uint64_t delta, uint64_t cas, uint32_t batch,
+                                uint64_t *result, const struct kv_item **it);
 
 /* ---- what the meta commands do to an item (found with kv_store_peek) ---- */
 
 /** @exptime (memcached's form) as an absolute time: 0 never, -1 already. */
 int64_t kv_store_abs_exptime(const struct kv_store *s, int64_t exptime);
 
-/** A read: the LRU bump, KV_IT_FETCHED, and on the second read atime. */
+/** A read: the LRU bump, KV_IT_FETCHED on the first, atime on later ones. */
 void kv_store_read(struct kv_store *s, const struct kv_item *it);
 
 /** A new @exptime (memcached's form, as for touch). */
@@ -151,6 +170,10 @@ void kv_store_set_exptime(struct kv_store *s, const struct kv_item *it, int64_t 
 /** Set the KV_IT_* bits @set, then clear @clear. */
 void kv_store_set_iflags(struct kv_store *s, const struct kv_item *it, unsigned set,
                          unsigned clear);
+
+/** An mg of request batch @batch read @it: its reply holds the item until
+ *  the batch's replies are sent (see kv_store_arith). */
+void kv_store_hold(struct kv_store *s, const struct kv_item *it, uint32_t batch);
 
 /** A new cas unique for @it (md I). */
 void kv_store_recas(struct kv_store *s, const struct kv_item *it);

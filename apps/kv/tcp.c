@@ -189,6 +189,7 @@ static size_t run_requests(struct conn *c, const char *p, size_t n)
                 struct buf *b;
                 const char *err = NULL;
                 uint16_t status = 0;
+                bool line = c->parser.swallow == 0; /* not a value's bytes */
 
                 if (c->proto == PROTO_UNKNOWN)
                         c->proto = (unsigned char)p[off] == KV_BIN_MAGIC_REQ ? KV_PROTO_BINARY
@@ -199,6 +200,8 @@ static size_t run_requests(struct conn *c, const char *p, size_t n)
                         rc = kv_parse(&c->parser, p + off, n - off, &req, &used, &err);
                 if (rc == KV_PARSE_NEED)
                         break;
+                if (line)
+                        kv_sink_count(&c->sink);
                 off += used;
                 switch (rc) {
                 case KV_PARSE_OK:
@@ -270,7 +273,7 @@ static void on_data(struct pc_conn *pc, const void *data, size_t len, void *arg)
         }
         if (c->in.oom)
                 c->sink.out.oom = true;
-        kv_sink_flush(&c->sink);
+        kv_sink_batch_end(&c->sink);
 }
 
 static void on_close(struct pc_conn *pc, int err, void *arg)

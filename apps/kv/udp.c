@@ -4,8 +4,9 @@
  * (request id, sequence number, datagram count, reserved) and carries
  * whole requests (ASCII, or binary when the payload starts with 0x80). The
  * replies to one datagram are gathered in request order, even when keys
- * live on other workers, and sent back split into frames of the same
- * request id. A datagram with a bad header is counted (udp_dropped) and
+ * live on other workers, and sent back in frames of the same request id:
+ * each request's reply numbered from 0 in datagrams of its own, as memcached
+ * sends each of its responses. A datagram with a bad header is counted (udp_dropped) and
  * not answered, as memcached drops it.
  *
  * One handler for both backends through pc_net.h's endpoint: the
@@ -24,6 +25,7 @@
 struct udp_req {
         struct kv_sink sink; /* first: the sink callbacks cast back */
         struct buf reply;    /* every reply, in order */
+        struct buf cuts;     /* where each reply ends in reply (size_t each) */
         struct pc_udp_ep *ep;
         struct pc_udp_peer peer;
         uint16_t id;
@@ -42,23 +44,53 @@ static bool udp_gather(struct kv_sink *k, const char *p, size_t len)
         return true;
 }
 
-static void udp_emit(struct udp_req *u)
+/* Where reply @i ends in u->reply. */
+static size_t udp_cut(const struct udp_req *u, size_t i)
+{
+        size_t end;
+
+        memcpy(&end, u->cuts.p + i * sizeof(end), sizeof(end));
+        return end;
+}
+
+static void udp_reply_end(struct kv_sink *k)
+{
+        struct udp_req *u = (struct udp_req *)k;
+        size_t n = u->cuts.len / sizeof(size_t);
+
+        if (u->reply.len > (n ? udp_cut(u, n - 1) : 0))
+                buf_add(&u->cuts, &u->reply.len, sizeof(u->reply.len));
+}
+
+static void udp_emit_one(struct udp_req *u, const char *reply, size_t len)
 {
         char frame[KV_UDP_DGRAM_MAX];
-        size_t n = kv_udp_frames(u->reply.len);
+        size_t n = kv_udp_frames(len);
 
-        if (u->reply.oom || u->reply.len == 0)
-                return;
         if (n == 0) { /* more than UDP frames can number */
                 kv_wstats[pc_worker_id()].send_failed++;
                 return;
         }
         for (unsigned i = 0; i < n; i++) {
-                size_t len = kv_udp_frame(u->id, u->reply.p, u->reply.len, i, frame,
-                                          sizeof(frame));
+                size_t fl = kv_udp_frame(u->id, reply, len, i, frame, sizeof(frame));
 
-                if (len == 0 || pc_udp_ep_send(u->ep, &u->peer, frame, len))
+                if (fl == 0 || pc_udp_ep_send(u->ep, &u->peer, frame, fl))
                         kv_wstats[pc_worker_id()].send_failed++;
+        }
+}
+
+static void udp_emit(struct udp_req *u)
+{
+        size_t off = 0;
+
+        if (u->reply.oom || u->cuts.oom)
+                return;
+        udp_reply_end(&u->sink); /* bytes after the last place, if any */
+        for (size_t i = 0; i < u->cuts.len / sizeof(size_t); i++) {
+                size_t end = udp_cut(u, i);
+
+                udp_emit_one(u, u->reply.p + off, end - off);
+                off = end;
         }
 }
 
@@ -78,6 +110,7 @@ static void udp_release(struct kv_sink *k)
 
         kv_sink_fini(k);
         buf_free(&u->reply);
+        buf_free(&u->cuts);
         free(u);
 }
 
@@ -85,6 +118,7 @@ static const struct kv_sink_ops udp_ops = {
         .send = udp_gather,
         .drained = udp_drained,
         .release = udp_release,
+        .reply_end = udp_reply_end,
 };
 
 static void udp_datagram(struct pc_udp_ep *ep, const struct pc_udp_peer *from,
@@ -133,19 +167,17 @@ static void udp_datagram(struct pc_udp_ep *ep, const struct pc_udp_peer *from,
                 uint16_t status = 0;
                 enum kv_parse_rc prc;
                 struct buf *b;
+                bool line = parser.swallow == 0; /* not a value's bytes */
 
+                kv_sink_flush(&u->sink); /* the last request's reply ends there */
                 if (binary)
                         prc = kv_bin_parse(&parser, p + off, n - off, &req, &used, &status);
                 else
                         prc = kv_parse(&parser, p + off, n - off, &req, &used, &err);
-                if (prc == KV_PARSE_NEED) {
-                        /* A request cut short by the datagram's end. */
-                        b = kv_sink_slot(&u->sink);
-                        req.proto = binary ? KV_PROTO_BINARY : KV_PROTO_ASCII;
-                        if (b && !binary)
-                                kv_reply_error(&req, KV_ERR_CHUNK, KV_BIN_EINVAL, b);
-                        break;
-                }
+                if (prc == KV_PARSE_NEED) /* cut short by the datagram's end: */
+                        break;            /* memcached says nothing */
+                if (line)
+                        kv_sink_count(&u->sink);
                 off += used;
                 if (prc == KV_PARSE_OK) {
                         if (req.cmd == KV_QUIT)

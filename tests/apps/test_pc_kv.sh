@@ -181,7 +181,11 @@ blob = os.urandom(big) + b"\r\n"
 for off in range(0, len(blob), 100000):
     a.sendall(blob[off:off + 100000])
 ask(a, b"get big\r\n", b"SERVER_ERROR object too large for cache\r\nEND\r\n")
-ok = 1024 * 1024
+# The largest value memcached takes for a 4-byte key and flags 0: -I
+# (1 MB) counts its item header (kv_mc_item_size), 59 bytes and the key.
+ok = 1024 * 1024 - 59 - 4
+ask(a, b"set big0 0 0 %d\r\n" % (ok + 1) + b"v" * (ok + 1) + b"\r\n",
+    b"SERVER_ERROR object too large for cache\r\n")
 val = b"v" * ok
 ask(a, b"set big 0 0 %d\r\n" % ok + val + b"\r\n", b"STORED\r\n")
 ask(a, b"get big\r\n", b"VALUE big 0 %d\r\n" % ok + val + b"\r\nEND\r\n")

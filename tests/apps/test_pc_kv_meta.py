@@ -2,16 +2,19 @@
 """pc-kv against Debian's memcached 1.6, byte for byte, for what
 test_pc_kv_diff.sh leaves out: the meta commands (mg ms md ma me mn and
 every flag memcached 1.6.18 takes), pipelines in quiet mode ended by mn,
-refusals in memcached's words, values too large, the admin commands, the
-classic commands' last differences, and binary sessions with quiet
-requests. Then random meta sessions (a fixed seed; PC_KV_META_SEED and
+refusals in memcached's words, the item limit at its edge, an incr after
+an mg of the same batch, the admin commands, the classic commands' last
+differences, binary sessions with quiet requests, and meta commands over
+UDP. Then random meta sessions (a fixed seed; PC_KV_META_SEED and
 PC_KV_META_ROUNDS explore more) over keys on both of pc-kv's shards.
+Meanwhile, on a server pair of their own, l and la over 12 seconds.
 
 The same bytes go to both servers, each on its own connection, and the
 replies must be equal except for what is each server's own: cas values
-(masked; a request that needs one gets each server's), me's fields after
-the key, and the seconds of t and l, which may differ by one when the
-two servers' clocks tick apart. Exits 77 (skipped) without memcached.
+(masked; a request that needs one gets each server's), and the seconds of
+t, l and me's exp and la, which may differ by one when the two servers'
+clocks tick apart (l and la: see lru_times() and random_sessions()).
+Exits 77 (skipped) without memcached.
 
 usage: test_pc_kv_meta.py PC_KV_BINARY
 """
@@ -24,6 +27,7 @@ import socket
 import struct
 import subprocess
 import sys
+import threading
 import time
 
 PC_KV = sys.argv[1]
@@ -119,11 +123,20 @@ def entries(raw):
 
 
 def fields(line):
-    """A line's tokens, cas values masked, t and l kept as numbers (compared
-    within one second), ME's fields after the key dropped."""
+    """A line's tokens, cas values masked, t and l (and ME's exp and la)
+    kept as numbers, compared within a tolerance."""
     f = line.split(b" ")
     if f[0] == b"ME":
-        return f[:2]
+        out = f[:2]
+        for t in f[2:]:
+            name, _, val = t.partition(b"=")
+            if name == b"cas":
+                out.append(b"cas=(cas)")
+            elif name in (b"exp", b"la") and re.fullmatch(rb"-?\d+", val):
+                out.append((name, int(val)))
+            else:
+                out.append(t)
+        return out
     if f[0] == b"VALUE":
         return f[:4] + [b"(cas)"] * (len(f) > 4)
     if f[0] in (b"HD", b"VA", b"EN", b"NS", b"EX", b"NF"):
@@ -139,21 +152,35 @@ def fields(line):
     return f
 
 
-def same(a, b):
-    ea, eb = entries(a), entries(b)
-    if len(ea) != len(eb):
+def same_entry(x, y, slack=1, lru_slack=1):
+    (la, da), (lb, db) = x, y
+    fa, fb = fields(la), fields(lb)
+    if da != db or len(fa) != len(fb):
         return False
-    for (la, da), (lb, db) in zip(ea, eb):
-        fa, fb = fields(la), fields(lb)
-        if da != db or len(fa) != len(fb):
-            return False
-        for x, y in zip(fa, fb):
-            if isinstance(x, tuple) and isinstance(y, tuple):
-                if x[0] != y[0] or abs(x[1] - y[1]) > 1:
-                    return False
-            elif x != y:
+    for u, v in zip(fa, fb):
+        if isinstance(u, tuple) and isinstance(v, tuple):
+            # slack: seconds t and exp may differ by; l and la too, unless
+            # lru_slack says otherwise (None: any).
+            lim = lru_slack if u[0] in (b"l", b"la") else slack
+            if u[0] != v[0] or (lim is not None and abs(u[1] - v[1]) > lim):
                 return False
+        elif u != v:
+            return False
     return True
+
+
+def same(a, b, slack=1, lru_slack=1):
+    ea, eb = entries(a), entries(b)
+    return len(ea) == len(eb) and all(same_entry(x, y, slack, lru_slack)
+                                      for x, y in zip(ea, eb))
+
+
+def first_diff(a, b, slack=1, lru_slack=1):
+    """The first replies that differ, as (memcached's, pc-kv's), and where."""
+    for i, (x, y) in enumerate(zip(entries(a), entries(b))):
+        if not same_entry(x, y, slack, lru_slack):
+            return i, x[0][:300], y[0][:300]
+    return len(entries(a)), len(entries(b))
 
 
 def learn_cas(srv, raw):
@@ -171,17 +198,20 @@ def learn_cas(srv, raw):
             srv.cas[key] = int(cas[0])
 
 
-def step(what, req):
-    """req: bytes, or a function of the server (for its own cas values)."""
+def step(what, req, on=None, slack=1, lru_slack=1):
+    """req: bytes, or a function of the server (for its own cas values);
+    on: the servers' connections (the main ones unless given)."""
     global steps
     steps += 1
-    raws = [srv.exchange(req(srv) if callable(req) else req) for srv in servers]
-    for srv, raw in zip(servers, raws):
+    on = on or servers
+    raws = [srv.exchange(req(srv) if callable(req) else req) for srv in on]
+    for srv, raw in zip(on, raws):
         learn_cas(srv, raw)
-    if not same(raws[0], raws[1]):
-        shown = req(servers[0]) if callable(req) else req
-        fail("%s\n request:   %r\n memcached: %r\n pc-kv:     %r" %
-             (what, shown[:800], raws[0][:800], raws[1][:800]))
+    if not same(raws[0], raws[1], slack, lru_slack):
+        shown = req(on[0]) if callable(req) else req
+        fail("%s\n request:   %r\n memcached: %r\n pc-kv:     %r\n first difference: %r" %
+             (what, shown[:800], raws[0][:800], raws[1][:800],
+              first_diff(raws[0], raws[1], slack, lru_slack)))
     return raws
 
 
@@ -246,6 +276,109 @@ def ext(flags=0, exp=0):
 
 def arith_ext(delta, initial, exp=0):
     return struct.pack(">QQI", delta, initial, exp)
+
+
+# ---- UDP: memcached's frame header ------------------------------------------------------
+
+def udp_replies(srv, payload, rid):
+    """@payload (ending in mn) in one datagram: the replies' payloads in
+    order, up to MN's, and each datagram's sequence number and count."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(10)
+    s.sendto(struct.pack(">HHHH", rid, 0, 1, 0) + payload, ("127.0.0.1", srv.port))
+    got, frames = b"", []
+    try:
+        while not got.endswith(b"MN\r\n"):
+            d = s.recv(65536)
+            assert len(d) >= 8 and len(d) <= 1400, "datagram of %d bytes" % len(d)
+            h = struct.unpack(">HHHH", d[:8])
+            assert h[0] == rid and h[3] == 0, h
+            frames.append(h[1:3])
+            got += d[8:]
+    except socket.timeout:
+        raise AssertionError("UDP: %s timed out; so far %r" % (srv.name, got[-300:]))
+    finally:
+        s.close()
+    return got, frames
+
+
+def udp_step(what, payload):
+    """The same datagram to both servers: their replies' datagrams must be
+    numbered alike (each reply from 0, in datagrams of its own), and the
+    replies put together compare as step() compares them."""
+    global steps
+    steps += 1
+    rid = steps & 0xffff
+    got = [udp_replies(srv, payload, rid) for srv in servers]
+    raws = [g[0] for g in got]
+    if got[0][1] != got[1][1]:
+        fail("UDP %s: datagrams (sequence, count)\n memcached: %r\n pc-kv:     %r" %
+             (what, got[0][1], got[1][1]))
+    if not same(raws[0], raws[1]):
+        fail("UDP %s\n request:   %r\n memcached: %r\n pc-kv:     %r" %
+             (what, payload[:800], raws[0][:800], raws[1][:800]))
+
+
+def udp_sessions():
+    udp_step("meta commands", b"ms u:1 2 T0 F3\r\nhi\r\nmg u:1 v t f s k O5\r\nmg u:nope\r\n"
+             b"mg u:nope q\r\nmg u:nope k q O1\r\nma u:n N0 J3 v\r\nma u:n v MD\r\nmd u:1 q\r\n"
+             b"mg u:1\r\nme u:n\r\nmd u:1\r\nmn\r\n")
+    udp_step("meta refusals", b"mg\r\nmg u:1 Z\r\nms u:1 2 Z\r\nhi\r\nma u:1 Mx\r\nmd u:1 v v\r\n"
+             b"ms u:1 2 q\r\nabcd\r\nmn\r\n")
+    udp_step("quiet", b"".join(b"ms u:q%d 1 q\r\n%d\r\n" % (i, i % 10) for i in range(20)) +
+             b"".join(b"mg u:q%d v q k\r\nmg u:qx%d v q\r\n" % (i, i) for i in range(20)) +
+             b"mn\r\n")
+    # Values over several datagrams: 1,400 bytes each, header included.
+    udp_step("a large value", b"ms u:big 5000\r\n" + b"z" * 5000 + b"\r\nmn\r\n")
+    udp_step("a large reply", b"mg u:big v k s\r\nmg u:big v\r\nme u:big\r\nmn\r\n")
+    for pre in (19, 20, 21):
+        udp_step("ma after mg, after %d commands" % pre, b"mg nope q\r\n" * pre +
+                 b"ms u:h 1\r\n5\r\nmg u:h\r\nma u:h\r\nmg u:h h\r\nmn\r\n")
+    udp_step("ma after mg", b"ms u:h 1\r\n5\r\nmg u:h h\r\nma u:h\r\nmg u:h h v\r\nmn\r\n")
+    # A request line cut short by the datagram's end goes unanswered. (A
+    # value cut short is not tried: memcached then reads the rest of the
+    # value from the next datagram that reaches the same thread, whoever
+    # sent it; pc-kv answers nothing.)
+    udp_step("a request cut short", b"mn\r\nmg u:big v")
+    udp_step("after it", b"mg u:cut v\r\nmg u:big s\r\nmn\r\n")
+
+
+# ---- l and la over time ------------------------------------------------------------------
+
+def lru_times(out):
+    """l and la as seconds pass, on connections of their own while the
+    other sessions run: the access time moves on every read after the
+    first (memcached moves it on a read that finds its item fetched and
+    not ACTIVE, and its LRU maintainer clears ACTIVE within about a
+    second). The two servers' seconds are compared within 2: each clock
+    ticks on its own, and memcached moves the time of an item in its COLD
+    queue a moment after the read, through its maintainer. A server pair
+    of their own: how soon memcached's maintainer moves an item on
+    depends on the other items in its queues."""
+    mine = []
+    try:
+        p, mc_lru = start([mc, "-p", "@PORT@", "-U", "0", "-l", "127.0.0.1", "-vv"] + user,
+                          b"server listening", logs + ".mc-lru")
+        mine.append(p)
+        p, kv_lru = start([PC_KV, "-p", "@PORT@", "-l", "127.0.0.1", "-t", "1"], b"listening",
+                          logs + ".kv-lru")
+        mine.append(p)
+        on = [Server("memcached", mc_lru), Server("pc-kv", kv_lru)]
+        step("l: a new item", b"ms lru:a 1\r\nx\r\nmg lru:a l h\r\nme lru:a\r\n", on)
+        for i in range(3):
+            time.sleep(3)
+            step("l: %d seconds on" % (3 * i + 3), b"me lru:a\r\nmg lru:a l h t\r\n", on,
+                 lru_slack=2)
+        time.sleep(3)
+        step("la: 12 seconds on", b"me lru:a\r\n", on, lru_slack=2)
+    except SystemExit:
+        out.append("failed")
+    except Exception as e:  # a connection's trouble
+        out.append(repr(e))
+    finally:
+        for p in mine:
+            p.terminate()
+            p.wait()
 
 
 # ---- random meta sessions ---------------------------------------------------------------
@@ -317,29 +450,22 @@ def rand_command(rng):
 
 
 def random_sessions(seed, rounds):
-    """Random batches. memcached changes a number in place only while no
-    reply waiting to be sent holds the item (an mg hit's does, until an mn
-    or the batch's end sends it), else it stores a new item that forgets
-    h, W, X and Z: pc-kv always changes it in place, so an ma on a key
-    read earlier in the batch comes after an mn."""
+    """Random batches, each sent at once: memcached changes a number in
+    place only while no unsent reply holds the item (an mg hit's does,
+    until an mn or the batch's end), else it stores a new item that
+    forgets h, W, X and Z; pc-kv does the same."""
     rng = random.Random(seed)
     for r in range(rounds):
-        batch, read = b"", set()
+        batch = b""
         for _ in range(rng.randint(1, 12)):
-            cmd = rand_command(rng)
-            words = [B64.get(w, w) for w in cmd.split(b"\r\n")[0].split(b" ")]
-            if words[0] in (b"ma", b"incr") and words[1] in read:
-                batch += b"mn\r\n"
-                read.clear()
-            if words[0] in (b"mg", b"gets"):
-                read.update(words[1:])
-            if cmd in (b"mn\r\n",) or words[0] == b"get":
-                read.clear()
-            batch += cmd
+            batch += rand_command(rng)
         if rng.random() < 0.3:
             batch += b"mn\r\n"
+        # l and la not compared here: how soon memcached moves an item's
+        # access time depends on its LRU maintainer and the queues of a
+        # busy cache (lru_times() checks them on a quiet server pair).
         step("random meta (seed %d, round %d)" % (seed, r),
-             lambda srv, batch=batch: fill_cas(srv, batch))
+             lambda srv, batch=batch: fill_cas(srv, batch), lru_slack=None)
 
 
 # ---- the sessions ---------------------------------------------------------------------------
@@ -413,6 +539,33 @@ def sessions():
          b"ms big 1\r\nx\r\nms big 2000000 q ME\r\n" + big + b"\r\nmg big v\r\n"
          b"ms big 2000000 Z\r\n" + big + b"\r\nmn\r\n")
 
+    # memcached's -I (1 MB) counts its item header: 59 bytes, the key, and
+    # 4 more for flags that are not 0. The data of a refused value is
+    # skipped, the key's old value dropped.
+    lim = 1024 * 1024 - 59
+    for key, flags in ((b"a", 0), (b"lim:" + b"k" * 100, 0), (b"a", 1), (b"k" * 250, 7)):
+        n = lim - len(key) - (4 if flags else 0)
+        step("the item limit, key %d bytes, flags %d" % (len(key), flags),
+             b"set %s %d 0 %d\r\n" % (key, flags, n) + b"v" * n + b"\r\nme %s\r\n" % key +
+             b"set %s %d 0 %d\r\n" % (key, flags, n + 1) + b"w" * (n + 1) +
+             b"\r\nmg %s s\r\n" % key +
+             b"ms %s %d F%d\r\n" % (key, n, flags) + b"x" * n + b"\r\nmg %s s f\r\n" % key +
+             b"ms %s %d F%d MR\r\n" % (key, n + 1, flags) + b"y" * (n + 1) +
+             b"\r\nmg %s s\r\nmn\r\n" % key)
+    n = lim - 2
+    step("append past the limit", b"set ap 0 0 %d\r\n" % (n - 5) + b"v" * (n - 5) +
+         b"\r\nappend ap 0 0 6\r\nxxxxxx\r\nprepend ap 0 0 6\r\nxxxxxx\r\nmg ap s\r\n"
+         b"ms ap 6 MA\r\nxxxxxx\r\nms ap 6 MP\r\nxxxxxx\r\nms ap 5 MA\r\nxxxxx\r\n"
+         b"mg ap s\r\nme ap\r\nappend ap 0 0 1\r\nx\r\nset ap 3 0 %d\r\n" % (n - 9) +
+         b"v" * (n - 9) + b"\r\nappend ap 0 0 5\r\nxxxxx\r\nappend ap 0 0 4\r\nxxxx\r\n"
+         b"mg ap s f\r\n")
+    # me: memcached's item size and slab class, each class's edges.
+    req = b""
+    for vlen in (0, 1, 34, 35, 36, 37, 59, 60, 61, 500, 5000, 50000, 394780, 394781, 600000):
+        req += b"ms me:%d %d\r\n" % (vlen, vlen) + b"m" * vlen + b"\r\nme me:%d\r\n" % vlen
+    step("me sizes and classes", req + b"ms me:f 10 F1\r\n0123456789\r\nme me:f\r\n"
+         b"ms bWU= 3 b\r\nabc\r\nme bWU= b\r\nmg me:1 v\r\nme me:1\r\n")
+
     # md
     step("md", b"ms d1 1\r\nx\r\nmd d1\r\nmd d1\r\nmd d1 q\r\nms d1 1\r\nx\r\nmd d1 q k O4\r\n"
          b"md d1 k O4\r\nmd d1 q\r\nmn\r\n")
@@ -444,6 +597,33 @@ def sessions():
          b"ma nn\r\nset nn 0 0 2\r\n 5\r\nma nn v\r\nget nn\r\n")
     step("ma refusals", b"ma\r\nma n Mx\r\nma n MII\r\nma n Jx\r\nma n Dx\r\nma n D\r\n"
          b"ma n J\r\nma n Z\r\nma n v v\r\nma n a b c d e f g h i j k l m n o p q r\r\n")
+    # memcached's reply to an mg holds the item until the replies of what
+    # it read at once go out (or an mn sends them): an incr meanwhile
+    # stores a new item, which forgets h and the ma's T.
+    step("ma after mg", b"ms h1 1 T100\r\n5\r\nmg h1 h\r\nma h1\r\nmg h1 h v\r\nma h1 v\r\n"
+         b"mg h1 h t\r\nmn\r\nma h1 T50 t\r\nmg h1 h t\r\n")
+    step("ma after mg, mn between", b"ms h2 1\r\n5\r\nmg h2 h\r\nmn\r\nma h2\r\nmg h2 h v\r\n")
+    step("incr after quiet mg", b"ms h3 1\r\n5\r\nmg h3 q\r\nincr h3 1\r\nmg h3 h v\r\n"
+         b"mg h3 s\r\nmg nope\r\ndecr h3 1\r\nmg h3 h\r\n")
+    # memcached runs 21 commands of what it read at once, then sends their
+    # replies (letting go of what they hold) and runs 20 more at a time.
+    fillers = [b"mg nope q\r\n", b"bogus\r\n", b"ms f 1 q\r\nx\r\n", b"incr nope x noreply\r\n",
+               b"mn\r\n", b"set big 0 0 2000000 noreply\r\n" + big + b"\r\n"]
+    for pre in (19, 20, 21, 40, 61):
+        for i, filler in enumerate(fillers[:5] if pre != 20 else fillers):
+            step("ma after mg, after %d commands (filler %d)" % (pre, i),
+                 b"ms r1 1\r\n5\r\nmn\r\n" + filler * (pre - 2) +
+                 b"mg r1\r\nma r1\r\nmg r1 h\r\nmn\r\n")
+    step("ma after gat, a vivified item, a refused mg, mg u",
+         b"ms g1 1\r\n5\r\ngat 100 g1\r\nincr g1 1\r\nmg g1 h\r\nmd g3\r\nma g3 N0 J5\r\n"
+         b"mg g3 h\r\nma g3\r\nmg g3 h v\r\nms g5 1\r\n5\r\n"
+         b"mg g5 O123456789012345678901234567890123 v\r\nma g5\r\nmg g5 h v\r\n"
+         b"ms g6 1\r\n5\r\nmg g6 v u\r\nma g6\r\nmg g6 h v\r\nmg g6 v\r\nma g6\r\n"
+         b"mg g6 h v\r\n")
+    step("ma after get, gets, ma, me", b"ms h4 1\r\n5\r\nget h4\r\nma h4\r\nmg h4 h\r\n"
+         b"ms h5 1\r\n5\r\ngets h5\r\nincr h5 1\r\nmg h5 h\r\nms h6 1\r\n5\r\nmg h6 h\r\n"
+         b"me h6\r\nma h6 v\r\nma h6 v\r\nmg h6 h\r\nmg nope2 h\r\nma nope2 N0\r\n"
+         b"mg h6 v h\r\n")
     step("ma base64", b"ma bg== b N0 J3 v k\r\nma bg== b v k\r\nget n\r\n")
 
     # me, mn
@@ -503,7 +683,18 @@ def sessions():
     bin_step("too large", frame(0x01, b"btl", ext(), b"x", 1) +
              frame(0x11, b"btl", ext(), big, 2) + frame(0x00, b"btl", opaque=3) +
              frame(0x0a, opaque=99), 99)
+    n = lim - 3
+    bin_step("item limit",
+             frame(0x01, b"bl1", ext(), b"x" * n, 1) + frame(0x00, b"bl1", opaque=2) +
+             frame(0x01, b"bl1", ext(5), b"x" * n, 3) + frame(0x00, b"bl1", opaque=4) +
+             frame(0x01, b"bl1", ext(5), b"x" * (n - 4), 5) +
+             frame(0x0e, b"bl1", value=b"y", opaque=6) +
+             frame(0x0f, b"bl1", value=b"y", opaque=7) +
+             frame(0x01, b"bl1", ext(), b"x" * (n + 1), 8) +
+             frame(0x00, b"bl1", opaque=9) + frame(0x0a, opaque=99), 99)
     bin_step("meta key over binary", frame(0x00, b"foo", opaque=1) + frame(0x0a, opaque=99), 99)
+
+    udp_sessions()
 
     seed = int(os.environ.get("PC_KV_META_SEED", "20240611"))
     rounds = int(os.environ.get("PC_KV_META_ROUNDS", "300"))
@@ -520,17 +711,24 @@ user = ["-u", "root"] if os.getuid() == 0 else []
 logs = "/tmp/pc-kv-meta-%d" % os.getpid()
 procs = []
 try:
-    p, mc_port = start([mc, "-p", "@PORT@", "-U", "0", "-l", "127.0.0.1", "-vv"] + user,
+    p, mc_port = start([mc, "-p", "@PORT@", "-U", "@PORT@", "-l", "127.0.0.1", "-vv"] + user,
                        b"server listening", logs + ".mc")
     procs.append(p)
     env = dict(os.environ, PERCORE_PIN="0", PERCORE_IDLE="park")
     os.environ.update(env)
-    p, kv_port = start([PC_KV, "-p", "@PORT@", "-l", "127.0.0.1", "-t", "2"], b"listening",
+    p, kv_port = start([PC_KV, "-p", "@PORT@", "-U", "@PORT@", "-l", "127.0.0.1", "-t", "2"],
+                       b"listening",
                        logs + ".kv")
     procs.append(p)
     subprocess.run([mc, "-V"])
     servers = [Server("memcached", mc_port), Server("pc-kv", kv_port)]
+    lru_trouble = []
+    lru = threading.Thread(target=lru_times, args=(lru_trouble,))
+    lru.start()
     sessions()
+    lru.join()
+    if lru_trouble:
+        fail("l and la over time: %s" % lru_trouble)
     # pc-kv stops cleanly on SIGTERM (a sanitizer's report would not).
     kv = procs.pop()
     kv.terminate()
@@ -542,7 +740,7 @@ finally:
     for p in procs:
         p.terminate()
         p.wait()
-    for ext in (".mc", ".kv"):
+    for ext in (".mc", ".kv", ".mc-lru", ".kv-lru"):
         if os.path.exists(logs + ext):
             os.unlink(logs + ext)
 print("meta diff: %d steps identical" % steps)

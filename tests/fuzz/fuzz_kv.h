@@ -63,8 +63,11 @@ static inline uint64_t fuzz_mix(uint64_t h, const void *v, size_t n)
 static inline uint64_t fuzz_kv_event(uint64_t h, enum kv_parse_rc rc, const struct kv_req *r,
                                      uint64_t what)
 {
+        /* The meta fields mean something (and are set) for meta requests only. */
+        bool meta = r->proto == KV_PROTO_META;
         uint64_t v[] = {rc, what, r->cmd, r->keylen, r->dlen, r->nkeys, r->too_large,
-                        r->nmflags, r->mstop, (uintptr_t)r->err};
+                        meta ? r->nmflags : 0, meta ? r->mstop : 0,
+                        meta ? (uintptr_t)r->err : 0};
 
         if (rc == KV_PARSE_OK || (rc == KV_PARSE_ERROR && r->too_large)) {
                 h = fuzz_mix(h, v, sizeof(v));
@@ -72,8 +75,9 @@ static inline uint64_t fuzz_kv_event(uint64_t h, enum kv_parse_rc rc, const stru
                         h = fuzz_mix(h, r->key, r->keylen);
                 if (r->data)
                         h = fuzz_mix(h, r->data, r->dlen);
-                h = fuzz_mix(h, r->mflags, r->nmflags);
-                if (r->mopaque)
+                if (meta)
+                        h = fuzz_mix(h, r->mflags, r->nmflags);
+                if (meta && r->mopaque)
                         h = fuzz_mix(h, r->mopaque, r->mopaque_len);
         } else {
                 h = fuzz_mix(h, v, 2 * sizeof(v[0]));

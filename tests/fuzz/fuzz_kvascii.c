@@ -15,6 +15,9 @@
 #include "proto_meta.h"
 
 #define ITEM_MAX 64
+/* The parser's limit, memcached's item size (kv_mc_item_size): ITEM_MAX
+ * is the largest value of a 1-byte key with flags 0. */
+#define PARSE_MAX kv_mc_item_size(1, ITEM_MAX, 0)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -107,7 +110,8 @@ static void check_meta(const struct kv_parser *p, const struct kv_req *r, const 
                 CHECK(r->data + r->dlen + 2 == buf + used);
         }
         if (r->cmd == KV_MS && r->too_large)
-                CHECK(r->dlen > ITEM_MAX && p->swallow == r->dlen + 2 && r->data == NULL);
+                CHECK(kv_mc_item_size(r->keylen, r->dlen, r->flags) > PARSE_MAX &&
+                      p->swallow == r->dlen + 2 && r->data == NULL);
         check_meta_reply(r);
 }
 
@@ -171,7 +175,8 @@ static void check(const struct kv_parser *p, enum kv_parse_rc rc, const struct k
         case KV_CAS:
                 CHECK(key_ok(r->key, r->keylen));
                 if (r->too_large) {
-                        CHECK(r->dlen > ITEM_MAX && p->swallow == r->dlen + 2);
+                        CHECK(kv_mc_item_size(r->keylen, r->dlen, r->flags) > PARSE_MAX);
+                        CHECK(p->swallow == r->dlen + 2);
                         CHECK(r->data == NULL);
                 } else {
                         CHECK(r->dlen <= ITEM_MAX);
@@ -193,6 +198,6 @@ static void check(const struct kv_parser *p, enum kv_parse_rc rc, const struct k
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-        fuzz_kv_stream(data, size, ITEM_MAX, parse, check);
+        fuzz_kv_stream(data, size, PARSE_MAX, parse, check);
         return 0;
 }

@@ -12,6 +12,9 @@
 #include "proto_bin.h"
 
 #define ITEM_MAX 64
+/* The parser's limit, memcached's item size (kv_mc_item_size): ITEM_MAX
+ * is the largest value of a 1-byte key with flags 0. */
+#define PARSE_MAX kv_mc_item_size(1, ITEM_MAX, 0)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -40,7 +43,7 @@ static void check(const struct kv_parser *p, enum kv_parse_rc rc, const struct k
         switch (rc) {
         case KV_PARSE_NEED:
                 CHECK(what == KV_BIN_OK);
-                CHECK(len < KV_BIN_HDR_LEN + 20 + KV_KEY_MAX + ITEM_MAX);
+                CHECK(len < KV_BIN_HDR_LEN + KV_BIN_BODY_SLACK + PARSE_MAX);
                 return;
         case KV_PARSE_SKIP:
                 CHECK(used > 0 && what == KV_BIN_OK);
@@ -96,6 +99,6 @@ static void check(const struct kv_parser *p, enum kv_parse_rc rc, const struct k
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-        fuzz_kv_stream(data, size, ITEM_MAX, parse, check);
+        fuzz_kv_stream(data, size, PARSE_MAX, parse, check);
         return 0;
 }

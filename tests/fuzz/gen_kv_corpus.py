@@ -35,6 +35,15 @@ ascii_seeds.update({
     'admin': b'shutdown\r\nshutdown graceful\r\ncache_memlimit 64 noreply\r\n'
              b'cache_memlimit 7\r\nlru_crawler crawl all\r\nslabs automove 1\r\n',
 })
+# The item limit at its edge, as memcached counts it (the targets' largest
+# value of a 1-byte key with flags 0 is 64 bytes; flags take 4 more), and
+# an incr after an mg of the same batch.
+ascii_seeds.update({
+    'item-limit': b'set k 0 0 64\r\n' + b'v' * 64 + b'\r\nset k 0 0 65\r\n' + b'v' * 65 +
+                  b'\r\nset k 1 0 61\r\n' + b'v' * 61 + b'\r\nms kk 63 F0\r\n' + b'v' * 63 +
+                  b'\r\nms k 61 F9 MA\r\n' + b'v' * 61 + b'\r\nappend k 0 0 1\r\nx\r\n',
+    'meta-held': b'ms n 1\r\n5\r\nmg n h\r\nma n\r\nmg n h v\r\nmn\r\nincr n 1\r\nme n\r\n',
+})
 # A multi-get line of exactly KV_LINE_MAX (8192) bytes, then one a byte over.
 keys = b'get ' + b' '.join(b'k%04d' % i for i in range(1364))
 line = keys + b' ' + b'x' * (8192 - len(keys) - 1)
@@ -77,6 +86,9 @@ bin_seeds = {
     frame(0x10) + frame(0x10, b'settings') + frame(0x1b, ext=struct.pack('!I', 1)) +
     frame(0x07) + frame(0x17),
     'too-large': frame(0x01, b'big', store_ext(), b'v' * 100) + frame(0x00, b'big'),
+    'item-limit': frame(0x01, b'k', store_ext(), b'v' * 64) +
+    frame(0x01, b'k', store_ext(5), b'v' * 64) + frame(0x01, b'k', store_ext(5), b'v' * 60) +
+    frame(0x0e, b'k', val=b'x' * 5),
     'invalid': frame(0x00, b'k', ext=b'\0\0\0\0') + frame(0x42, val=b'junk') + frame(0x04) +
     frame(0x0a, b'k'),
     'bad-lengths': frame(0x00, b'k')[:8] + struct.pack('!I', 0) + frame(0x00, b'k')[12:],
@@ -95,6 +107,7 @@ udp_seeds = {
     'header-only': udp(3, b''),
     'meta': udp(8, b'ms k 2 T0 q\r\nhi\r\nmg k v k c\r\nmg nope q\r\nmn\r\n'),
     'short': b'\x00\x01\x00',
+    'meta-cut': udp(9, b'mn\r\nmg k v'),
     # Long enough to split into three reply datagrams.
     'long': udp(4, b'get ' + b' '.join(b'key%03d' % i for i in range(400)) + b'\r\n'),
 }

@@ -9,13 +9,16 @@
 #include "proto_ascii.h"
 
 #define ITEM_MAX 1024
+/* The parser's limit counts memcached's item header: ITEM_MAX is the
+ * largest value of a two-byte key with flags 0. */
+#define PARSER_MAX kv_mc_item_size(2, ITEM_MAX, 0)
 
 static enum kv_parse_rc parse_n(const char *in, size_t len, struct kv_req *r, size_t *used,
                                 const char **err)
 {
         static struct kv_parser p;
 
-        kv_parser_init(&p, ITEM_MAX);
+        kv_parser_init(&p, PARSER_MAX);
         return kv_parse(&p, in, len, r, used, err);
 }
 
@@ -240,7 +243,7 @@ static void test_key_length(void **state)
         /* A storage line refused for its key leaves its data block to be
          * read as a command, as memcached does (it swallows only values
          * too large). */
-        kv_parser_init(&p, ITEM_MAX);
+        kv_parser_init(&p, PARSER_MAX);
         snprintf(line, sizeof(line), "set %s 0 0 5\r\nhello\r\n", key);
         assert_int_equal(kv_parse(&p, line, strlen(line), &r, &used, &err), KV_PARSE_ERROR);
         assert_string_equal(err, KV_ERR_FORMAT);
@@ -370,7 +373,7 @@ static void test_too_large(void **state)
         const char *err;
 
         (void)state;
-        kv_parser_init(&p, ITEM_MAX);
+        kv_parser_init(&p, PARSER_MAX);
         n = (size_t)snprintf(buf, sizeof(buf), "set big 0 0 %d\r\n", ITEM_MAX + 1);
         memset(buf + n, 'v', ITEM_MAX + 1);
         memcpy(buf + n + ITEM_MAX + 1, "\r\nget x\r\n", 9);
@@ -491,7 +494,7 @@ static void test_line_too_long(void **state)
         const char *err;
 
         (void)state;
-        kv_parser_init(&p, ITEM_MAX);
+        kv_parser_init(&p, PARSER_MAX);
         memset(buf, 'a', sizeof(buf));
         assert_int_equal(kv_parse(&p, buf, KV_LINE_MAX, &r, &used, &err), KV_PARSE_NEED);
         assert_int_equal(kv_parse(&p, buf, sizeof(buf), &r, &used, &err), KV_PARSE_CLOSE);
@@ -516,7 +519,7 @@ static void transcript(const char *in, size_t len, size_t step, char *out, size_
         char held[4096];
         size_t have = 0, fed = 0, o = 0;
 
-        kv_parser_init(&p, 16);
+        kv_parser_init(&p, kv_mc_item_size(1, 16, 0));
         out[0] = 0;
         while (fed < len || have) {
                 size_t n = step == 0 ? len - fed : (len - fed < step ? len - fed : step);

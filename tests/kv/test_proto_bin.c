@@ -9,6 +9,9 @@
 #include "proto_bin.h"
 
 #define ITEM_MAX 64
+/* The parser's limit counts memcached's item header: ITEM_MAX is the
+ * largest value of a one-byte key with flags. */
+#define PARSER_MAX kv_mc_item_size(1, ITEM_MAX, 1)
 
 struct frame {
         uint8_t magic;
@@ -60,7 +63,7 @@ static enum kv_parse_rc parse1(struct frame f, struct kv_req *r, size_t *used,
                                uint16_t *st, size_t *flen)
 {
         *flen = encode(fbuf, f);
-        kv_parser_init(&parser, ITEM_MAX);
+        kv_parser_init(&parser, PARSER_MAX);
         return kv_bin_parse(&parser, fbuf, *flen, r, used, st);
 }
 
@@ -382,7 +385,7 @@ static void test_refused_partial(void **state)
 
         (void)state;
         flen = encode(fbuf, (struct frame){.op = 0x40, .val = "0123456789"});
-        kv_parser_init(&parser, ITEM_MAX);
+        kv_parser_init(&parser, PARSER_MAX);
         assert_int_equal(kv_bin_parse(&parser, fbuf, 30, &r, &used, &st), KV_PARSE_ERROR);
         assert_int_equal(st, KV_BIN_UNKNOWN);
         assert_int_equal(used, 30);
@@ -417,7 +420,7 @@ static void test_too_large(void **state)
                                            .key = "big", .val = val, .vlen = ITEM_MAX + 1,
                                            .opaque = 99});
         encode(fbuf + flen, (struct frame){.op = KV_BIN_OP_GET, .key = "after"});
-        kv_parser_init(&parser, ITEM_MAX);
+        kv_parser_init(&parser, PARSER_MAX);
         /* Refused only once the key has arrived, not before. */
         for (size_t n = 0; n < 24 + 8 + 3; n++)
                 assert_int_equal(kv_bin_parse(&parser, fbuf, n, &r, &used, &st), KV_PARSE_NEED);
@@ -448,7 +451,7 @@ static void test_too_large(void **state)
         assert_true(key_is(&r, "after"));
 
         /* Whole frame at once: consumed covers it all, nothing to skip. */
-        kv_parser_init(&parser, ITEM_MAX);
+        kv_parser_init(&parser, PARSER_MAX);
         assert_int_equal(kv_bin_parse(&parser, fbuf, flen, &r, &used, &st), KV_PARSE_ERROR);
         assert_int_equal(used, flen);
         assert_int_equal(parser.swallow, 0);
@@ -463,7 +466,7 @@ static void test_too_large(void **state)
         assert_int_equal(r.base_cmd, KV_SET);
         assert_true(r.quiet);
         flen = encode(fbuf, (struct frame){.op = KV_BIN_OP_APPEND, .key = "k", .val = val,
-                                           .vlen = ITEM_MAX + 1});
+                                           .vlen = ITEM_MAX + 5}); /* flags 0: 4 more */
         assert_int_equal(kv_bin_parse(&parser, fbuf, flen, &r, &used, &st), KV_PARSE_ERROR);
         assert_int_equal(st, KV_BIN_E2BIG);
         assert_int_equal(r.cmd, KV_APPEND);
@@ -477,7 +480,7 @@ static void test_close(void **state)
         uint16_t st;
 
         (void)state;
-        kv_parser_init(&parser, ITEM_MAX);
+        kv_parser_init(&parser, PARSER_MAX);
         /* Not a request magic: closed on the first byte, nothing to send. */
         assert_int_equal(kv_bin_parse(&parser, "get k\r\n", 7, &r, &used, &st), KV_PARSE_CLOSE);
         assert_int_equal(st, KV_BIN_OK);
@@ -498,7 +501,7 @@ static void test_close(void **state)
 
         /* A body no non-storage request could have, decided on the header. */
         encode(fbuf, (struct frame){.op = KV_BIN_OP_GET, .key = "k"});
-        be(b + 8, ITEM_MAX + KV_BIN_BODY_SLACK + 1, 4);
+        be(b + 8, PARSER_MAX + KV_BIN_BODY_SLACK + 1, 4);
         assert_int_equal(kv_bin_parse(&parser, fbuf, 24, &r, &used, &st), KV_PARSE_CLOSE);
         assert_int_equal(st, KV_BIN_EINVAL);
         b[1] = 0x77; /* unknown opcodes too */
@@ -512,7 +515,7 @@ static void test_close(void **state)
         assert_int_equal(parser.swallow, ITEM_MAX + KV_BIN_BODY_SLACK);
 
         /* A storage frame that long is a value too large, not a closed stream. */
-        kv_parser_init(&parser, ITEM_MAX);
+        kv_parser_init(&parser, PARSER_MAX);
         encode(fbuf, (struct frame){.op = KV_BIN_OP_SET, .ext = "\0\0\0\0\0\0\0\0", .extlen = 8,
                                     .key = "k"});
         be(b + 8, 0xffffffff, 4);
@@ -539,7 +542,7 @@ static void test_header(void **state)
         assert_memory_equal(out, want, sizeof(want));
         /* The opaque a request carried goes back byte for byte. */
         flen = encode(fbuf, (struct frame){.op = KV_BIN_OP_NOOP, .opaque = 0x11223344});
-        kv_parser_init(&parser, ITEM_MAX);
+        kv_parser_init(&parser, PARSER_MAX);
         assert_int_equal(kv_bin_parse(&parser, fbuf, flen, &r, &used, &st), KV_PARSE_OK);
         kv_bin_put_header(out, r.opcode, 0, 0, KV_BIN_OK, 0, r.opaque, 0);
         assert_memory_equal(out + 12, fbuf + 12, 4);
@@ -555,7 +558,7 @@ static void transcript(const char *in, size_t len, size_t step, char *out, size_
         static char held[8192];
         size_t have = 0, fed = 0, o = 0;
 
-        kv_parser_init(&p, 16);
+        kv_parser_init(&p, kv_mc_item_size(1, 16, 1));
         out[0] = 0;
         for (;;) {
                 size_t used;

@@ -121,22 +121,22 @@ static void test_arith(void **state)
         uint64_t v, cas;
 
         (void)state;
-        assert_int_equal(kv_store_arith(s, "n", 1, true, 1, 0, &v, NULL), KV_NOT_FOUND);
+        assert_int_equal(kv_store_arith(s, "n", 1, true, 1, 0, 0, &v, NULL), KV_NOT_FOUND);
         set(s, KV_SET, "n", "10", 0, 0);
-        assert_int_equal(kv_store_arith(s, "n", 1, true, 5, 0, &v, NULL), KV_STORED);
+        assert_int_equal(kv_store_arith(s, "n", 1, true, 5, 0, 0, &v, NULL), KV_STORED);
         assert_int_equal(v, 15);
         assert_true(has(s, "n", "15"));
-        assert_int_equal(kv_store_arith(s, "n", 1, false, 100, 0, &v, NULL), KV_STORED);
+        assert_int_equal(kv_store_arith(s, "n", 1, false, 100, 0, 0, &v, NULL), KV_STORED);
         assert_int_equal(v, 0); /* decr floors at 0 */
         assert_true(has(s, "n", "0 ")); /* written in place, padded, as memcached */
         set(s, KV_SET, "n", "18446744073709551615", 0, 0);
-        assert_int_equal(kv_store_arith(s, "n", 1, true, 2, 0, &v, NULL), KV_STORED);
+        assert_int_equal(kv_store_arith(s, "n", 1, true, 2, 0, 0, &v, NULL), KV_STORED);
         assert_int_equal(v, 1); /* incr wraps at 2^64 */
         assert_true(has(s, "n", "1                   "));
         set(s, KV_SET, "n", "99", 0, 0);
         cas = kv_store_last_cas(s);
-        assert_int_equal(kv_store_arith(s, "n", 1, true, 1, cas + 1, &v, NULL), KV_EXISTS);
-        assert_int_equal(kv_store_arith(s, "n", 1, true, 1, cas, &v, &it), KV_STORED);
+        assert_int_equal(kv_store_arith(s, "n", 1, true, 1, cas + 1, 0, &v, NULL), KV_EXISTS);
+        assert_int_equal(kv_store_arith(s, "n", 1, true, 1, cas, 0, &v, &it), KV_STORED);
         assert_true(has(s, "n", "100")); /* longer: a new item */
         assert_true(it->cas > cas);
         assert_int_equal(kv_store_get(s, "n", 1)->flags, 7); /* flags kept */
@@ -144,17 +144,17 @@ static void test_arith(void **state)
         const char *good[] = {"12  ", " 12", "+12", "\t12", "12 x", "12\r"};
         for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
                 set(s, KV_SET, "n", good[i], 0, 0);
-                if (kv_store_arith(s, "n", 1, true, 1, 0, &v, NULL) != KV_STORED || v != 13)
+                if (kv_store_arith(s, "n", 1, true, 1, 0, 0, &v, NULL) != KV_STORED || v != 13)
                         fail_msg("'%s' not read as 12", good[i]);
         }
         set(s, KV_SET, "n", "-0", 0, 0);
-        assert_int_equal(kv_store_arith(s, "n", 1, true, 1, 0, &v, NULL), KV_STORED);
+        assert_int_equal(kv_store_arith(s, "n", 1, true, 1, 0, 0, &v, NULL), KV_STORED);
         assert_int_equal(v, 1);
         const char *bad[] = {"abc", "", "1a", "-1", "18446744073709551616", " ",
                              "123456789012345678901"};
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
                 set(s, KV_SET, "n", bad[i], 0, 0);
-                if (kv_store_arith(s, "n", 1, true, 1, 0, &v, NULL) != KV_NON_NUMERIC)
+                if (kv_store_arith(s, "n", 1, true, 1, 0, 0, &v, NULL) != KV_NON_NUMERIC)
                         fail_msg("'%s' taken as a number", bad[i]);
         }
         kv_store_destroy(s);
@@ -184,7 +184,7 @@ static void test_expiry(void **state)
         /* Expired items are gone for every command, not only get. */
         set(s, KV_SET, "t", "1", 1, 0);
         fake_now += 1;
-        assert_int_equal(kv_store_arith(s, "t", 1, true, 1, 0, NULL, NULL), KV_NOT_FOUND);
+        assert_int_equal(kv_store_arith(s, "t", 1, true, 1, 0, 0, NULL, NULL), KV_NOT_FOUND);
         set(s, KV_SET, "t", "1", 1, 0);
         fake_now += 1;
         assert_int_equal(set(s, KV_ADD, "t", "2", 0, 0), KV_STORED);
@@ -270,8 +270,8 @@ static void test_lru_eviction(void **state)
 }
 
 /* What the meta commands read and set on an item: h's fetched bit, l's
- * access time (moved on the second read only, as memcached's segmented
- * LRU), base64 keys (not kept by an append, as memcached), stale sets. */
+ * access time (moved by every read after the first, as memcached's
+ * segmented LRU in whole seconds), base64 keys (not kept by an append, as memcached), stale sets. */
 static void test_meta_items(void **state)
 {
         struct kv_store *s = mk(1 << 20);
@@ -290,11 +290,11 @@ static void test_meta_items(void **state)
         assert_int_equal(it->atime, stored);
         fake_now += 5;
         kv_store_read(s, it);
-        assert_int_equal(it->iflags, KV_IT_FETCHED | KV_IT_ACTIVE);
+        assert_int_equal(it->iflags, KV_IT_FETCHED);
         assert_int_equal(it->atime, fake_now);
         fake_now += 5;
         kv_store_read(s, it);
-        assert_int_equal(it->atime, fake_now - 5);
+        assert_int_equal(it->atime, fake_now);
 
         kv_store_set_exptime(s, it, 30);
         assert_int_equal(it->exptime, fake_now + 30);
@@ -304,7 +304,7 @@ static void test_meta_items(void **state)
         kv_store_recas(s, it);
         assert_true(it->cas > cas);
         kv_store_set_iflags(s, it, KV_IT_STALE | KV_IT_WIN_SENT, KV_IT_FETCHED);
-        assert_int_equal(it->iflags, KV_IT_ACTIVE | KV_IT_STALE | KV_IT_WIN_SENT);
+        assert_int_equal(it->iflags, KV_IT_STALE | KV_IT_WIN_SENT);
 
         assert_int_equal(kv_store_update(s, KV_SET, "b", 1, 0, 0, "x", 1, 0, KV_W_KEY_BINARY),
                          KV_STORED);
