@@ -7,6 +7,7 @@
 #ifndef PC_BENCH_H
 #define PC_BENCH_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -46,6 +47,7 @@ struct bench_record {
         double values[BENCH_MAX_RUNS];
         unsigned nvalues;
         unsigned group;     /* the bench_compare() it came from, from 1 */
+        bool floor;         /* a peer no percore side can beat (bench_set_floor()) */
 };
 
 /*
@@ -54,12 +56,15 @@ struct bench_record {
  * for lower-is-better metrics, side/peer otherwise. From one comparison it
  * is the median of the per-round ratios, with their min and max; from
  * records measured apart, the ratio of the medians with @rounds 0 and no
- * range (@min, @max NAN).
+ * range (@min, @max NAN). @refused: the peer is a floor and its median is
+ * worse than the side's, so the floor did not measure the floor and the
+ * table and JSON give no ratio (value, min and max are still computed).
  */
 struct bench_ratio {
         const struct bench_record *side, *peer;
         double value, min, max;
         unsigned rounds;
+        bool refused;
 };
 
 /*
@@ -85,6 +90,23 @@ struct bench_side {
         bench_run_fn fn;
         void *ctx;
 };
+
+/*
+ * Mark the records of peer @mode in @suite/@kase, measured so far, as a
+ * floor: a bound nothing can pass, like one cache line bounced between two
+ * CPUs for a round trip. A side that measured better than its floor gets
+ * no ratio to it: that floor measured something else (another placement,
+ * a preempted thread), and a ratio to it would mislead. Main thread only.
+ */
+void bench_set_floor(const char *suite, const char *kase, const char *mode);
+
+/*
+ * What a run returns (as a double, like an error) when a thread it timed
+ * did not stay on the CPU it was placed on: the round keeps no value for
+ * that side (NAN), the bench says so and goes on. A warm-up that returns
+ * it is used as any warm-up.
+ */
+#define BENCH_MOVED (-(double)EXDEV)
 
 /*
  * Measure @n sides of one case in alternated rounds: a warm-up of each,
@@ -135,6 +157,28 @@ void bench_stats(const struct bench_record *r, double *med, double *lo, double *
  */
 unsigned bench_ratios(const struct bench_record *recs, unsigned n, struct bench_ratio *out,
                       unsigned max);
+
+/*
+ * Facts a suite found about where it ran (its CPUs, their topology): @json,
+ * a JSON object's text, goes into the JSON as "info": {@suite: @json};
+ * @text (may be NULL) is printed under the table. The last call of a
+ * suite wins. Main thread only.
+ */
+void bench_info(const char *suite, const char *json, const char *text);
+
+/* The median of a record's finite values (NAN when none), how many there
+ * are, and whether two records are in one row (suite, case, metric,
+ * workers). */
+double bench_median(const struct bench_record *r);
+unsigned bench_finite_count(const struct bench_record *r);
+bool bench_same_row(const struct bench_record *a, const struct bench_record *b);
+
+/*
+ * Whether a floor's median @floor is worse than the side's @side that it
+ * bounds (higher for a lower-is-better metric), which refuses the ratio;
+ * false when either is not a finite number.
+ */
+bool bench_floor_refuses(bool lower_is_better, double side, double floor);
 
 /* Whether an executable gnuplot is on PATH (--plot checks before the
  * suites run, not after minutes of them). */

@@ -123,7 +123,8 @@ if peers & skipped:
 if modes - full:
     bad.append(f"modes without a record of all {runs} rounds: {sorted(modes - full)}")
 
-rkeys = {"suite", "case", "workers", "metric", "side", "peer", "value", "min", "max", "rounds"}
+rkeys = {"suite", "case", "workers", "metric", "side", "peer", "floor", "refused", "value",
+         "min", "max", "rounds"}
 paired = set()
 ratios = doc.get("ratios")
 if not isinstance(ratios, list):
@@ -138,7 +139,16 @@ for x in ratios:
         bad.append(f"ratio side is no percore record of its row: {x}")
     if not is_peer(x["peer"]) or x["peer"] not in row:
         bad.append(f"ratio peer is no peer record of its row: {x}")
-    if not (num(x["value"]) and x["value"] > 0):
+    if not isinstance(x["floor"], bool):
+        bad.append(f"ratio floor not a boolean: {x}")
+    if x["refused"] is not None:
+        # A floor slower than the side it bounds: refused, with no number
+        # (the records hold both medians).
+        if x["refused"] != "floor slower than percore" or not x["floor"]:
+            bad.append(f"ratio refused but not a floor's: {x}")
+        elif any(x[k] is not None for k in ("value", "min", "max")):
+            bad.append(f"refused ratio with a number: {x}")
+    elif not (num(x["value"]) and x["value"] > 0):
         bad.append(f"ratio not a positive number: {x}")
     elif x["rounds"] == 0:
         if x["min"] is not None or x["max"] is not None:
