@@ -89,25 +89,28 @@ static bool ratio_of(const struct bench_record *s, const struct bench_record *p,
 
         out->side = s;
         out->peer = p;
-        /* Judged on the medians the table prints beside each other, so a
-         * reader sees the same two figures the bench judged. */
-        out->refused = p->floor && bench_floor_refuses(s->lower_is_better, bench_median(s),
-                                                       bench_median(p));
         if (s->group != p->group) {
                 /* Measured apart: no rounds to pair. */
                 out->value = oriented(s->lower_is_better, bench_median(s), bench_median(p));
                 out->min = out->max = NAN;
                 out->rounds = 0;
-                return ratio_ok(out->value);
+        } else {
+                for (unsigned i = 0; i < s->nvalues && i < p->nvalues; i++) {
+                        double x = oriented(s->lower_is_better, s->values[i], p->values[i]);
+                        if (ratio_ok(x))
+                                per[k++] = x;
+                }
+                out->rounds = k;
+                stats(per, k, &out->value, &out->min, &out->max);
         }
-        for (unsigned i = 0; i < s->nvalues && i < p->nvalues; i++) {
-                double x = oriented(s->lower_is_better, s->values[i], p->values[i]);
-                if (ratio_ok(x))
-                        per[k++] = x;
-        }
-        out->rounds = k;
-        stats(per, k, &out->value, &out->min, &out->max);
-        return k > 0;
+        /* A floor is beaten when the medians the table prints beside each
+         * other say so, or when the ratio it would print does (the median
+         * of the rounds' ratios, which pairs rounds and can disagree with
+         * the medians of a noisy run). */
+        out->refused = p->floor && (bench_floor_refuses(s->lower_is_better, bench_median(s),
+                                                        bench_median(p)) ||
+                                    (ratio_ok(out->value) && out->value > 1));
+        return ratio_ok(out->value);
 }
 
 unsigned bench_ratios(const struct bench_record *recs, unsigned n, struct bench_ratio *out,

@@ -171,6 +171,47 @@ for (case, metric, workers), row in rows.items():
                     (case, metric, workers, s, p) not in paired:
                 bad.append(f"no ratio for {case} {metric} w{workers}: {s} vs {p}")
 
+# The msg suite: its peers beside each case, and where it ran (the CPUs,
+# whether the topology calls them SMT siblings, where every side ran).
+if suite == "msg":
+    want = {"submit": {"peer:rte_ring"}, "call": {"peer:pingpong", "peer:rte_ring_rtt"}}
+    for case, names in want.items():
+        have = {m for (c, _, _), row in rows.items() if c == case for m in row}
+        for name in names - skipped:
+            if name not in have:
+                bad.append(f"msg/{case}: no {name} record")
+    floors = {(x["case"], x["peer"]): x["floor"] for x in ratios}
+    for (case, peer), floor in floors.items():
+        if floor != (peer == "peer:pingpong"):
+            bad.append(f"msg/{case} {peer}: floor is {floor}")
+    info = doc.get("info", {}).get("msg")
+    if not isinstance(info, dict):
+        bad.append(f"no info.msg: {doc.get('info')}")
+        info = {}
+    cpus = info.get("cpus")
+    if not (isinstance(cpus, list) and len(cpus) == 2 and all(isinstance(c, int) and c >= 0
+                                                               for c in cpus)):
+        bad.append(f"info.msg.cpus not two CPU numbers: {cpus}")
+    for k in ("pinned", "smt_siblings", "same_l3", "hypervisor"):
+        if not isinstance(info.get(k), bool):
+            bad.append(f"info.msg.{k} not a boolean: {info.get(k)}")
+    if not (isinstance(info.get("topology"), str) and info["topology"]):
+        bad.append(f"info.msg.topology missing: {info.get('topology')}")
+    ran = {(r.get("case"), r.get("side")): r for r in info.get("ran_on", [])}
+    for (case, _, _), row in rows.items():
+        if case not in want:
+            continue
+        for mode in row:
+            r = ran.get((case, mode))
+            if r is None:
+                bad.append(f"info.msg.ran_on has no {case}/{mode}")
+                continue
+            if not (isinstance(r.get("cpus"), list) and len(r["cpus"]) == 2 and
+                    r.get("runs", 0) >= runs and r.get("moved") == 0):
+                bad.append(f"info.msg.ran_on {case}/{mode} incomplete or moved: {r}")
+            elif info.get("pinned") and r["cpus"] != cpus:
+                bad.append(f"pinned {case}/{mode} ran on {r['cpus']}, not {cpus}")
+
 for b in bad:
     print("FAIL json:", b)
 if not bad:

@@ -128,6 +128,24 @@ static void test_judged_on_medians(void **state)
         assert_true(x[1].refused);
 }
 
+static void test_judged_on_round_ratios(void **state)
+{
+        /* The medians put the floor below the side (61.5k against 4.17M ns)
+         * but the rounds pair 49.8 with 8.33M and 123k with 5.98k: the ratio
+         * the table would print, their median, is 10.3, a floor beaten. */
+        const double side[] = {8.33e6, 5.98e3}, floor[] = {49.8, 123e3};
+        struct bench_record r[2];
+        struct bench_ratio x[4];
+
+        (void)state;
+        r[0] = rec("tpc", true, false, 1, side, 2);
+        r[1] = rec("peer:pingpong", true, true, 1, floor, 2);
+        assert_true(bench_median(&r[1]) < bench_median(&r[0]));
+        assert_int_equal(bench_ratios(r, 2, x, 4), 1);
+        assert_true(x[0].value > 1);
+        assert_true(x[0].refused);
+}
+
 static void test_round_not_used(void **state)
 {
         /* A round whose side moved off its CPU holds NAN: it is left out of
@@ -170,6 +188,7 @@ int main(void)
                 cmocka_unit_test(test_floor_faster_than_side),
                 cmocka_unit_test(test_plain_peer_may_be_beaten),
                 cmocka_unit_test(test_judged_on_medians),
+                cmocka_unit_test(test_judged_on_round_ratios),
                 cmocka_unit_test(test_round_not_used),
                 cmocka_unit_test(test_higher_is_better_floor),
         };
