@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# The msg suite in 3 separate percore-bench processes, compared: per
+# process the median over its alternated rounds of each ratio issue 18
+# sets a target for, then the spread of each across the processes.
+#
+#   call vs pingpong       call round trip <= 1.5x peer:pingpong's
+#   call vs rte_ring_rtt   call round trip <= 1.0x peer:rte_ring_rtt's
+#   submit vs rte_ring     pc_submit >= 1.0x peer:rte_ring's throughput
+#   spread                 each ratio's max/min over the processes <= 1.2
+#
+# Ratios are the bench's: above 1 when percore is better (a round-trip
+# ratio is the peer's time over the call's), so the call targets read as
+# ratio >= 0.67 and >= 1. Beside them, what tells processes apart: the CPUs
+# and whether the topology calls them SMT siblings, the floor's round trip
+# (a host that put both vCPUs on one core's SMT threads shows a short one),
+# and the host's steal time and the load average over each process.
+#
+# usage: perf/msg3.sh [-b BENCH] [-n PROCESSES] [-o DIR] [-- BENCH ARGS...]
+#   -b  percore-bench to run (default build/perf/percore-bench)
+#   -n  processes (default 3)
+#   -o  keep the JSON and logs in DIR (default a temporary directory)
+# PERCORE_MODE defaults to tpc (the targets are thread-per-core's); set it
+# to another mode to measure that one. Exits 1 when a run fails, 0
+# otherwise (a missed target is a result, not a failure).
+set -uo pipefail
+bench=build/perf/percore-bench n=3 out=
+while getopts "b:n:o:h" opt; do
+	case $opt in
+	b) bench=$OPTARG ;;
+	n) n=$OPTARG ;;
+	o) out=$OPTARG ;;
+	h) sed -n '2,/^set -uo/p' "$0" | sed '$d;s/^# \{0,1\}//'; exit 0 ;;
+	*) exit 2 ;;
+	esac
+done
+shift $((OPTIND - 1))
+[ "${1:-}" = -- ] && shift
+if [ ! -x "$bench" ]; then
+	echo "msg3: $bench is not an executable percore-bench (-b BENCH)" >&2
+	exit 2
+fi
+if [ -z "$out" ]; then
+	out=$(mktemp -d)
+	trap 'rm -rf "$out"' EXIT
+fi
+mkdir -p "$out"
+export PERCORE_MODE=${PERCORE_MODE:-tpc}
+
+# The cpu line of /proc/stat: total ticks and steal ticks.
+ticks() {
+	awk '/^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; print t, $9 }' /proc/stat
+}
+
+for i in $(seq 1 "$n"); do
+	read -r t0 s0 < <(ticks)
+	load=$(cut -d' ' -f1 /proc/loadavg)
+	echo "msg3: process $i of $n (load $load)" >&2
+	if ! "$bench" --suite msg --json "$out/p$i.json" "$@" >"$out/p$i.out" 2>"$out/p$i.err"; then
+		echo "msg3: process $i failed:" >&2
+		tail -20 "$out/p$i.err" >&2
+		exit 1
+	fi
+	read -r t1 s1 < <(ticks)
+	echo "$load $((t1 - t0)) $((s1 - s0))" >"$out/p$i.host"
+done
+
+python3 - "$out" "$n" <<'PY'
+import json, sys
+
+out, n = sys.argv[1], int(sys.argv[2])
+mode = None
+# (case, peer, bench ratio target, what the target says)
+targets = [
+    ("call", "peer:pingpong", 1 / 1.5, "call <= 1.5x pingpong"),
+    ("call", "peer:rte_ring_rtt", 1.0, "call <= 1.0x rte_ring_rtt"),
+    ("submit", "peer:rte_ring", 1.0, "submit >= 1.0x rte_ring"),
+]
+SPREAD = 1.2
+
+def rec(doc, case, mode):
+    for r in doc["records"]:
+        if r["case"] == case and r["mode"] == mode:
+            return r["value"]
+    return None
+
+procs = []
+for i in range(1, n + 1):
+    doc = json.load(open(f"{out}/p{i}.json"))
+    load, ticks, steal = open(f"{out}/p{i}.host").read().split()
+    info = doc.get("info", {}).get("msg", {})
+    sides = sorted({r["mode"] for r in doc["records"]
+                    if r["case"] == "call" and not r["mode"].startswith(("peer:", "base:"))})
+    mode = mode or (sides[0] if sides else "tpc")
+    ratios = {}
+    for x in doc["ratios"]:
+        if x["side"] == mode:
+            ratios[(x["case"], x["peer"])] = x
+    procs.append(dict(info=info, ratios=ratios, load=float(load),
+                      steal=100.0 * int(steal) / max(int(ticks), 1),
+                      pp=rec(doc, "call", "peer:pingpong"), call=rec(doc, "call", mode),
+                      rtt=rec(doc, "call", "peer:rte_ring_rtt"),
+                      sub=rec(doc, "submit", mode), ring=rec(doc, "submit", "peer:rte_ring")))
+
+def fmt(v, unit=""):
+    if v is None:
+        return "-"
+    for div, sfx in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(v) >= div:
+            return f"{v / div:.3g}{sfx}{unit}"
+    return f"{v:.3g}{unit}"
+
+print(f"msg suite in {n} processes, percore side {mode}: medians of each process's rounds")
+print()
+print("proc  cpus  smt   load  steal  call_ns  pingpong_ns  rte_rtt_ns  submit/s  rte_ring/s")
+for i, p in enumerate(procs, 1):
+    cpus = p["info"].get("cpus", ["?", "?"])
+    smt = p["info"].get("smt_siblings")
+    print(f"{i:>4}  {cpus[0]},{cpus[1]:<3} {'yes' if smt else 'no' if smt is False else '?':<4} "
+          f"{p['load']:>5.2f}  {p['steal']:>4.1f}%  {fmt(p['call']):>7}  {fmt(p['pp']):>11}  "
+          f"{fmt(p['rtt']):>10}  {fmt(p['sub']):>8}  {fmt(p['ring']):>10}")
+print()
+print("ratio (above 1: percore better)  " + "  ".join(f"p{i}" .rjust(6) for i in range(1, n + 1))
+      + "  spread  target")
+missed = []
+for case, peer, want, what in targets:
+    vals, cells = [], []
+    for p in procs:
+        x = p["ratios"].get((case, peer))
+        if x is None:
+            cells.append("-")
+        elif x["refused"]:
+            cells.append("floor<")  # floor slower than percore: no ratio
+        else:
+            vals.append(x["value"])
+            cells.append(f"{x['value']:.2f}")
+    spread = max(vals) / min(vals) if len(vals) == len(procs) and vals else None
+    ok = len(vals) == len(procs) and all(v >= want for v in vals)
+    sp_ok = spread is not None and spread <= SPREAD
+    name = f"{case} vs {peer[5:]}"
+    print(f"{name:<32} " + "  ".join(c.rjust(6) for c in cells) +
+          f"  {(f'{spread:.2f}' if spread else '-'):>6}  {what} (>= {want:.2f}): "
+          f"{'met' if ok else 'missed'}, spread {'met' if sp_ok else 'missed'}")
+    if not ok:
+        missed.append(what)
+    if not sp_ok:
+        missed.append(f"{name} spread <= {SPREAD}")
+if any(x["refused"] for p in procs for x in p["ratios"].values()):
+    print("floor<: the floor measured slower than percore, so no ratio")
+print()
+print("missed: " + "; ".join(missed) if missed else "every target met")
+PY
