@@ -35,6 +35,7 @@ static unsigned ninfos;
  * during warm-ups. Its extras are searched from extras_from on. */
 static struct bench_record *measuring;
 static unsigned measuring_round;
+static double measuring_cond;
 static unsigned extras_from;
 
 struct suite {
@@ -55,6 +56,12 @@ static const struct suite suites[] = {
 #endif
 };
 #define NSUITES (sizeof(suites) / sizeof(suites[0]))
+
+void bench_condition(double c)
+{
+        if (measuring)
+                measuring_cond = c;
+}
 
 void bench_extra(const char *metric, const char *unit, bool lower_is_better, double v)
 {
@@ -183,6 +190,8 @@ int bench_compare(const struct bench_opts *o, const char *suite, const char *kas
                 r->unit = unit;
                 r->lower_is_better = lower_is_better;
                 r->group = ngroups;
+                for (unsigned i = 0; i < BENCH_MAX_RUNS; i++)
+                        r->cond[i] = NAN;
                 rec[nlive] = r;
                 live[nlive++] = &sides[s];
         }
@@ -196,8 +205,13 @@ int bench_compare(const struct bench_opts *o, const char *suite, const char *kas
 
                         measuring = rec[s];
                         measuring_round = i;
+                        measuring_cond = NAN;
                         v = live[s]->fn(o, live[s]->mode, &workers, live[s]->ctx);
                         measuring = NULL;
+                        rec[s]->cond[i] = measuring_cond;
+                        for (unsigned j = extras_from; j < nrecords; j++)
+                                if (strcmp(records[j].mode, rec[s]->mode) == 0)
+                                        records[j].cond[i] = measuring_cond;
                         if (v == BENCH_MOVED) {
                                 /* The run said which thread moved. */
                                 bench_progress("%s/%s %s: round %u not used", suite, kase,

@@ -48,6 +48,7 @@ struct bench_record {
         unsigned nvalues;
         unsigned group;     /* the bench_compare() it came from, from 1 */
         bool floor;         /* a peer no percore side can beat (bench_set_floor()) */
+        double cond[BENCH_MAX_RUNS]; /* round i's bench_condition(); 0 or NAN: none */
 };
 
 /*
@@ -123,6 +124,19 @@ int bench_compare(const struct bench_opts *o, const char *suite, const char *kas
                   const char *metric, const char *unit, bool lower_is_better,
                   const struct bench_side *sides, unsigned n);
 
+/* How far apart two rounds' conditions may be for their values to pair. */
+#define BENCH_COND_MATCH 1.5
+
+/*
+ * Say what the machine was like during the measured run in progress, as
+ * one positive number (the msg suite's: the cache-line round trip between
+ * its two CPUs, which tells where a host placed two vCPUs). A round whose
+ * side and peer ran under conditions more than BENCH_COND_MATCH times apart
+ * gives no ratio between them: it would compare two machines. Ignored
+ * during the warm-up; a run that says nothing pairs with anything.
+ */
+void bench_condition(double c);
+
 /*
  * Report a second metric from inside a measured run (say, steals beside a
  * makespan). It becomes its own record with the suite, case, mode and
@@ -173,6 +187,9 @@ void bench_info(const char *suite, const char *json, const char *text);
 double bench_median(const struct bench_record *r);
 unsigned bench_finite_count(const struct bench_record *r);
 bool bench_same_row(const struct bench_record *a, const struct bench_record *b);
+
+/* Whether conditions @a and @b (bench_condition()) let two runs pair. */
+bool bench_cond_match(double a, double b);
 
 /*
  * Whether a floor's median @floor is worse than the side's @side that it

@@ -75,6 +75,13 @@ static double oriented(bool lower_is_better, double s, double p)
         return lower_is_better ? p / s : s / p;
 }
 
+bool bench_cond_match(double a, double b)
+{
+        if (!(isfinite(a) && isfinite(b) && a > 0 && b > 0))
+                return true;
+        return fmax(a, b) / fmin(a, b) <= BENCH_COND_MATCH;
+}
+
 bool bench_floor_refuses(bool lower_is_better, double side, double floor)
 {
         /* A floor equal to the side is still a floor reached, not beaten. */
@@ -97,7 +104,7 @@ static bool ratio_of(const struct bench_record *s, const struct bench_record *p,
         } else {
                 for (unsigned i = 0; i < s->nvalues && i < p->nvalues; i++) {
                         double x = oriented(s->lower_is_better, s->values[i], p->values[i]);
-                        if (ratio_ok(x))
+                        if (ratio_ok(x) && bench_cond_match(s->cond[i], p->cond[i]))
                                 per[k++] = x;
                 }
                 out->rounds = k;

@@ -13,7 +13,9 @@
 # ratio >= 0.67 and >= 1. Beside them, what tells processes apart: the CPUs
 # and whether the topology calls them SMT siblings, the floor's round trip
 # (a host that put both vCPUs on one core's SMT threads shows a short one),
-# and the host's steal time and the load average over each process.
+# the host's steal time and the load average over each process, and
+# "preempt": the runs (warm-ups included) in which a timed thread was
+# switched out for another runnable thread, of all the runs.
 #
 # usage: perf/msg3.sh [-b BENCH] [-n PROCESSES] [-o DIR] [-- BENCH ARGS...]
 #   -b  percore-bench to run (default build/perf/percore-bench)
@@ -95,7 +97,10 @@ for i in range(1, n + 1):
     for x in doc["ratios"]:
         if x["side"] == mode:
             ratios[(x["case"], x["peer"])] = x
+    ran = info.get("ran_on", [])
     procs.append(dict(info=info, ratios=ratios, load=float(load),
+                      pre=f"{sum(r.get('preempted_runs', 0) for r in ran)}/"
+                          f"{sum(r.get('runs', 0) for r in ran)}",
                       steal=100.0 * int(steal) / max(int(ticks), 1),
                       pp=rec(doc, "call", "peer:pingpong"), call=rec(doc, "call", mode),
                       rtt=rec(doc, "call", "peer:rte_ring_rtt"),
@@ -111,12 +116,14 @@ def fmt(v, unit=""):
 
 print(f"msg suite in {n} processes, percore side {mode}: medians of each process's rounds")
 print()
-print("proc  cpus  smt   load  steal  call_ns  pingpong_ns  rte_rtt_ns  submit/s  rte_ring/s")
+print("proc  cpus  smt   load  steal  preempt  call_ns  pingpong_ns  rte_rtt_ns  submit/s"
+      "  rte_ring/s")
 for i, p in enumerate(procs, 1):
     cpus = p["info"].get("cpus", ["?", "?"])
     smt = p["info"].get("smt_siblings")
     print(f"{i:>4}  {cpus[0]},{cpus[1]:<3} {'yes' if smt else 'no' if smt is False else '?':<4} "
-          f"{p['load']:>5.2f}  {p['steal']:>4.1f}%  {fmt(p['call']):>7}  {fmt(p['pp']):>11}  "
+          f"{p['load']:>5.2f}  {p['steal']:>4.1f}%  {p['pre']:>7}  {fmt(p['call']):>7}  "
+          f"{fmt(p['pp']):>11}  "
           f"{fmt(p['rtt']):>10}  {fmt(p['sub']):>8}  {fmt(p['ring']):>10}")
 print()
 print("ratio (above 1: percore better)  " + "  ".join(f"p{i}" .rjust(6) for i in range(1, n + 1))

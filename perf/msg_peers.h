@@ -35,7 +35,14 @@ void msg_sink_fn(void *arg);
  */
 struct msg_cpu {
         int want, before, after;
+        long switches; /* involuntary context switches in the timed part */
+        double oncpu;  /* its CPU time over the timed part's wall time */
 };
+
+/* The calling thread's involuntary context switches so far: another
+ * runnable thread took its CPU (a loaded machine), which a spinning
+ * measurement pays for in full. */
+long msg_thread_preemptions(void);
 
 /* Whether a thread that was pinned ran anywhere else. */
 static inline bool msg_cpu_moved(const struct msg_cpu *c)
@@ -46,7 +53,8 @@ static inline bool msg_cpu_moved(const struct msg_cpu *c)
 /*
  * Run @a on @cpu0 and @b on @cpu1 (pinned when @pin), both with @arg, and
  * join them; @seen (2 entries, or NULL) gets where each ran, sched_getcpu()
- * read just before and just after its function. Returns 0 or a negative
+ * read just before and just after its function, how often it was preempted
+ * in between and what share of that time it ran. Returns 0 or a negative
  * errno (a pin the kernel refuses, say a CPU outside the cpuset, is an
  * error, not an unpinned run).
  */

@@ -31,10 +31,13 @@
  * most messages would take the overflow path instead.
  */
 #include <errno.h>
+#include <math.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "bench.h"
@@ -58,6 +61,14 @@ void msg_sink_fn(void *arg)
                 atomic_store_explicit(&s->pub, s->n, memory_order_relaxed);
 }
 
+static uint64_t thread_cpu_ns(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 /* Both threads wait for a go (1) or a no-go (-1), so a pair whose second
  * thread could not start never leaves the first spinning on its peer. */
 struct pair_arg {
@@ -76,10 +87,23 @@ static void *pair_main(void *arg)
                 sched_yield();
         if (go < 0)
                 return NULL;
+        uint64_t wall = pc_now_ns(), cpu = thread_cpu_ns();
+
         pa->seen->before = sched_getcpu();
+        pa->seen->switches = -msg_thread_preemptions();
         pa->fn(pa->arg);
+        pa->seen->switches += msg_thread_preemptions();
         pa->seen->after = sched_getcpu();
+        wall = pc_now_ns() - wall;
+        pa->seen->oncpu = wall ? (double)(thread_cpu_ns() - cpu) / (double)wall : NAN;
         return NULL;
+}
+
+long msg_thread_preemptions(void)
+{
+        struct rusage ru;
+
+        return getrusage(RUSAGE_THREAD, &ru) == 0 ? ru.ru_nivcsw : 0;
 }
 
 int msg_pair_run(bool pin, int cpu0, void *(*a)(void *), int cpu1, void *(*b)(void *),
@@ -98,7 +122,7 @@ int msg_pair_run(bool pin, int cpu0, void *(*a)(void *), int cpu1, void *(*b)(vo
                 pthread_attr_t attr;
                 cpu_set_t set;
 
-                where[i] = (struct msg_cpu){pin ? cpus[i] : -1, -1, -1};
+                where[i] = (struct msg_cpu){pin ? cpus[i] : -1, -1, -1, 0, NAN};
                 pthread_attr_init(&attr);
                 if (pin) {
                         CPU_ZERO(&set);
@@ -141,6 +165,7 @@ double msg_peer_rte_ring_rtt(bool pin, int cpu0, int cpu1, double duration_s,
 /* The two CPUs of the suite, from the topology a 2-worker runtime places
  * its workers by. */
 struct placement {
+        bool known;     /* found by this suite (not when another suite borrows a case) */
         int cpu[2];
         bool pin;
         bool smt;       /* one core's threads (SMT siblings) */
@@ -154,23 +179,35 @@ static struct placement P;
 
 /* The CPUs each (case, side) ran on in its last run, its runs (warm-ups
  * included) and the runs not used because a thread was elsewhere. */
+/* One run of a side as the JSON lists it, the warm-up first: its value,
+ * the lower on-CPU share of its two timed threads, and the line round trip
+ * between the two CPUs probed just before and just after it. */
+struct run_note {
+        double value, oncpu, line0, line1;
+};
+
 struct ran {
         const char *kase;
         char side[32];
         int cpu[2];
         unsigned runs, moved;
+        unsigned preempted; /* runs in which a timed thread was preempted */
+        long switches;      /* and how often, in all */
+        unsigned nnotes;
+        struct run_note notes[BENCH_MAX_RUNS + 1];
 };
 
 static struct ran ran[MSG_MAX_RAN];
 static unsigned nran;
 
 /*
- * Account a run of @side in @kase that ran where @seen says: @v when every
- * pinned thread stayed on its CPU, else BENCH_MOVED after saying where it
- * was. Errors pass through.
+ * Account a run of @side in @kase that ran where @seen says, with the line
+ * probe @line0 before it and @line1 after: @v when every pinned thread
+ * stayed on its CPU, else BENCH_MOVED after saying where it was. Errors
+ * pass through.
  */
 static double checked(const char *kase, const char *side, const struct msg_cpu seen[2],
-                      double v)
+                      double v, double line0, double line1)
 {
         struct ran *r = NULL;
         bool moved = false;
@@ -196,9 +233,24 @@ static double checked(const char *kase, const char *side, const struct msg_cpu s
                                        seen[i].after);
                 }
         }
+        /* The host moved a vCPU during the run when the line round trip
+         * changed that much: the run measured two machines. */
+        if (!bench_cond_match(line0, line1)) {
+                moved = true;
+                bench_progress("msg/%s %s: the line round trip between CPUs %d and %d went "
+                               "from %.0f to %.0f ns during the run (the host moved a vCPU)",
+                               kase, side, P.cpu[0], P.cpu[1], line0, line1);
+        }
+        if (!moved)
+                bench_condition(isfinite(line0) && isfinite(line1) ? (line0 + line1) / 2 : NAN);
+        if (r && r->nnotes < BENCH_MAX_RUNS + 1)
+                r->notes[r->nnotes++] = (struct run_note){
+                        moved ? NAN : v, fmin(seen[0].oncpu, seen[1].oncpu), line0, line1};
         if (r) {
                 r->runs++;
                 r->moved += moved;
+                r->preempted += seen[0].switches + seen[1].switches > 0;
+                r->switches += seen[0].switches + seen[1].switches;
         }
         return moved ? BENCH_MOVED : v;
 }
@@ -221,10 +273,93 @@ static bool cpuinfo_has_flag(const char *flag)
         return found;
 }
 
+#define PP_STOP UINT64_MAX /* odd, so the answering side looks at it */
+#define PROBE_SAMPLES 16
+#define PROBE_ROUNDS 256
+
+struct pingpong {
+        _Atomic uint64_t v __attribute__((aligned(64)));
+        char pad[56];
+        uint64_t duration_ns;
+        uint64_t t0, t1, rounds;
+        double best; /* the probe's */
+};
+
+static void *pp_answer(void *arg)
+{
+        struct pingpong *p = arg;
+
+        for (;;) {
+                uint64_t v = atomic_load_explicit(&p->v, memory_order_acquire);
+                if (v == PP_STOP)
+                        break;
+                if (v & 1)
+                        atomic_store_explicit(&p->v, v + 1, memory_order_release);
+        }
+        return NULL;
+}
+
+/* The line round trip in PROBE_SAMPLES short samples, the fastest kept:
+ * a sample in which a thread was preempted is slow, not fast. */
+static void *probe_ask(void *arg)
+{
+        struct pingpong *p = arg;
+        uint64_t i = 0;
+
+        p->best = INFINITY;
+        for (unsigned s = 0; s < PROBE_SAMPLES; s++) {
+                uint64_t t0 = pc_now_ns();
+                for (unsigned k = 0; k < PROBE_ROUNDS; k++, i++) {
+                        atomic_store_explicit(&p->v, 2 * i + 1, memory_order_release);
+                        while (atomic_load_explicit(&p->v, memory_order_acquire) != 2 * i + 2)
+                                ;
+                }
+                p->best = fmin(p->best, (double)(pc_now_ns() - t0) / PROBE_ROUNDS);
+        }
+        atomic_store_explicit(&p->v, PP_STOP, memory_order_release);
+        return NULL;
+}
+
+/*
+ * The hardware's line round trip between the suite's two CPUs now, in a
+ * few milliseconds; NAN when it cannot be had. Taken before and after
+ * every run: the guest cannot see where a host runs its vCPUs (one core's
+ * SMT threads, two cores of one L3, two L3s), and the host may change that
+ * at any time, which changes every figure of the suite several times
+ * over. The probe shows which placement a run had, and a run during which
+ * it changed.
+ */
+static double line_probe(void)
+{
+        static struct pingpong p __attribute__((aligned(MSG_PEER_ALIGN)));
+
+        if (!P.known)
+                return NAN;
+        memset(&p, 0, sizeof(p));
+        if (msg_pair_run(P.pin, P.cpu[0], probe_ask, P.cpu[1], pp_answer, &p, NULL))
+                return NAN;
+        return p.best;
+}
+
+static int json_nums(char *buf, size_t len, const char *key, const struct ran *r, size_t off)
+{
+        int n = snprintf(buf, len, ", \"%s\": [", key);
+
+        for (unsigned i = 0; i < r->nnotes && n > 0 && (size_t)n < len; i++) {
+                double v = *(const double *)((const char *)&r->notes[i] + off);
+                n += isfinite(v) ? snprintf(buf + n, len - (size_t)n, "%s%.4g", i ? ", " : "", v)
+                                 : snprintf(buf + n, len - (size_t)n, "%snull", i ? ", " : "");
+        }
+        if (n > 0 && (size_t)n < len)
+                n += snprintf(buf + n, len - (size_t)n, "]");
+        return n;
+}
+
 /* The JSON object and the footer line of where the suite ran. */
 static void placement_info(void)
 {
-        char json[4096], text[512];
+        static char json[65536];
+        char text[512];
         int n;
 
         n = snprintf(json, sizeof(json),
@@ -234,21 +369,49 @@ static void placement_info(void)
                      P.cpu[0], P.cpu[1], P.pin ? "true" : "false", P.smt ? "true" : "false",
                      P.same_l3 ? "true" : "false", P.node[0], P.node[1],
                      P.hypervisor ? "true" : "false", P.source, MSG_PEER_ALIGN);
-        for (unsigned i = 0; i < nran && n > 0 && (size_t)n < sizeof(json); i++)
+        for (unsigned i = 0; i < nran && n > 0 && (size_t)n < sizeof(json); i++) {
                 n += snprintf(json + n, sizeof(json) - (size_t)n,
                               "%s{\"case\": \"%s\", \"side\": \"%s\", \"cpus\": [%d, %d], "
-                              "\"runs\": %u, \"moved\": %u}",
+                              "\"runs\": %u, \"moved\": %u, \"preempted_runs\": %u, "
+                              "\"preemptions\": %ld",
                               i ? ", " : "", ran[i].kase, ran[i].side, ran[i].cpu[0],
-                              ran[i].cpu[1], ran[i].runs, ran[i].moved);
+                              ran[i].cpu[1], ran[i].runs, ran[i].moved, ran[i].preempted,
+                              ran[i].switches);
+                static const struct {
+                        const char *key;
+                        size_t off;
+                } arrays[] = {
+                        {"values", offsetof(struct run_note, value)},
+                        {"oncpu", offsetof(struct run_note, oncpu)},
+                        {"line_rtt_ns", offsetof(struct run_note, line0)},
+                        {"line_rtt_after_ns", offsetof(struct run_note, line1)},
+                };
+                for (unsigned a = 0; a < 4 && n > 0 && (size_t)n < sizeof(json); a++)
+                        n += json_nums(json + n, sizeof(json) - (size_t)n, arrays[a].key, &ran[i],
+                                       arrays[a].off);
+                if (n > 0 && (size_t)n < sizeof(json))
+                        n += snprintf(json + n, sizeof(json) - (size_t)n, "}");
+        }
         if (n > 0 && (size_t)n < sizeof(json))
                 snprintf(json + n, sizeof(json) - (size_t)n, "]}");
-        snprintf(text, sizeof(text),
-                 "CPUs %d and %d (%s), %s, %s\n  (topology: %s)%s", P.cpu[0], P.cpu[1],
-                 P.pin ? "pinned" : "not pinned",
+        double lo = INFINITY, hi = -INFINITY;
+        char range[96] = "";
+
+        for (unsigned i = 0; i < nran; i++)
+                for (unsigned k = 0; k < ran[i].nnotes; k++) {
+                        lo = fmin(lo, fmin(ran[i].notes[k].line0, ran[i].notes[k].line1));
+                        hi = fmax(hi, fmax(ran[i].notes[k].line0, ran[i].notes[k].line1));
+                }
+        if (lo <= hi)
+                snprintf(range, sizeof(range),
+                         ";\n  the line round trip between them, probed around each run: "
+                         "%.0f-%.0f ns", lo, hi);
+        snprintf(text, sizeof(text), "CPUs %d and %d (%s), %s, %s (topology: %s)%s%s",
+                 P.cpu[0], P.cpu[1], P.pin ? "pinned" : "not pinned",
                  P.smt ? "SMT siblings of one core" : "not SMT siblings",
-                 P.same_l3 ? "one L3" : "different L3s", P.source,
-                 P.hypervisor ? "; a virtual machine: its host may still run\n  these vCPUs on "
-                                "one core's SMT threads, or elsewhere"
+                 P.same_l3 ? "one L3" : "different L3s", P.source, range,
+                 P.hypervisor ? ";\n  a virtual machine: its host may still run these vCPUs "
+                                "on one core's\n  SMT threads, or elsewhere"
                               : "");
         bench_info("msg", json, text);
 }
@@ -270,6 +433,7 @@ struct msg_ctx {
         /* Where each worker ran, read on it before the clock starts and
          * after it stops; the main thread reads them once the run is over. */
         struct msg_cpu cpu[MSG_WORKERS];
+        uint64_t wall0[MSG_WORKERS], cpu0[MSG_WORKERS];
         int mark_rc;
         pc_task_fn timed; /* the case's timed part, on worker 0 */
         struct msg_sink sink; /* worker 1 */
@@ -329,13 +493,23 @@ static void call_first(void *arg)
 static void mark_before(void *arg)
 {
         (void)arg;
-        C.cpu[pc_worker_id()].before = sched_getcpu();
+        int w = pc_worker_id();
+
+        C.cpu[w].before = sched_getcpu();
+        C.cpu[w].switches = -msg_thread_preemptions();
+        C.wall0[w] = pc_now_ns();
+        C.cpu0[w] = thread_cpu_ns();
 }
 
 static void mark_after(void *arg)
 {
         (void)arg;
-        C.cpu[pc_worker_id()].after = sched_getcpu();
+        int w = pc_worker_id();
+        uint64_t wall = pc_now_ns() - C.wall0[w];
+
+        C.cpu[w].after = sched_getcpu();
+        C.cpu[w].switches += msg_thread_preemptions();
+        C.cpu[w].oncpu = wall ? (double)(thread_cpu_ns() - C.cpu0[w]) / (double)wall : NAN;
 }
 
 static void stop_now(void *arg)
@@ -435,8 +609,8 @@ static int msg_runtime(const struct bench_opts *o, enum pc_mode mode, struct pc_
 static double run_case(const struct bench_opts *o, enum pc_mode mode, unsigned *workers,
                        const char *kase, pc_task_fn main_fn)
 {
+        double v, line0 = line_probe(), line1;
         bool pin;
-        double v;
         int rc;
 
         memset(&C, 0, sizeof(C));
@@ -445,12 +619,14 @@ static double run_case(const struct bench_opts *o, enum pc_mode mode, unsigned *
                 return rc;
         pin = pc_runtime_config(C.rt)->pin;
         for (unsigned w = 0; w < MSG_WORKERS; w++)
-                C.cpu[w] = (struct msg_cpu){pin ? pc_runtime_worker_cpu(C.rt, w) : -1, -1, -1};
+                C.cpu[w] = (struct msg_cpu){pin ? pc_runtime_worker_cpu(C.rt, w) : -1, -1, -1, 0,
+                                            NAN};
         C.duration_ns = (uint64_t)(o->duration * 1e9);
         C.timed = main_fn;
         *workers = MSG_WORKERS;
         rc = pc_runtime_run(C.rt, case_main, NULL);
         pc_runtime_destroy(C.rt);
+        line1 = line_probe();
         if (rc == 0)
                 rc = C.mark_rc;
         if (rc)
@@ -461,7 +637,7 @@ static double run_case(const struct bench_opts *o, enum pc_mode mode, unsigned *
                 v = (double)C.done_at_stop / ((double)(C.t1 - C.t0) / 1e9);
         else
                 v = (double)(C.t1 - C.t0) / (double)C.done_at_stop;
-        return checked(kase, pc_mode_name(mode), C.cpu, v);
+        return checked(kase, pc_mode_name(mode), C.cpu, v, line0, line1);
 }
 
 static double submit_run(const struct bench_opts *o, enum pc_mode mode, unsigned *workers,
@@ -502,6 +678,7 @@ static int find_placement(const struct bench_opts *o, struct placement *pl)
         t = pc_runtime_topo(rt);
         for (unsigned i = 0; i < 2; i++) {
                 pl->cpu[i] = pc_runtime_worker_cpu(rt, i);
+                pl->known = true;
                 pl->node[i] = pc_runtime_worker_node(rt, i);
         }
         pl->pin = pc_runtime_config(rt)->pin;
@@ -529,7 +706,7 @@ static double rte_ring_run(const struct bench_opts *o, enum pc_mode mode, unsign
                            void *ctx)
 {
         struct msg_cpu seen[2];
-        double v;
+        double v, line0 = line_probe();
 
         (void)mode;
         (void)ctx;
@@ -537,14 +714,14 @@ static double rte_ring_run(const struct bench_opts *o, enum pc_mode mode, unsign
         v = msg_peer_rte_ring(P.pin, P.cpu[0], P.cpu[1], o->duration, seen);
         if (v == -ENOTSUP)
                 bench_progress("msg/submit: peer:rte_ring not built (no DPDK)");
-        return checked("submit", "peer:rte_ring", seen, v);
+        return checked("submit", "peer:rte_ring", seen, v, line0, line_probe());
 }
 
 static double rte_ring_rtt_run(const struct bench_opts *o, enum pc_mode mode,
                                unsigned *workers, void *ctx)
 {
         struct msg_cpu seen[2];
-        double v;
+        double v, line0 = line_probe();
 
         (void)mode;
         (void)ctx;
@@ -552,17 +729,9 @@ static double rte_ring_rtt_run(const struct bench_opts *o, enum pc_mode mode,
         v = msg_peer_rte_ring_rtt(P.pin, P.cpu[0], P.cpu[1], o->duration, seen);
         if (v == -ENOTSUP)
                 bench_progress("msg/call: peer:rte_ring_rtt not built (no DPDK)");
-        return checked("call", "peer:rte_ring_rtt", seen, v);
+        return checked("call", "peer:rte_ring_rtt", seen, v, line0, line_probe());
 }
 
-#define PP_STOP UINT64_MAX /* odd, so the answering side looks at it */
-
-struct pingpong {
-        _Atomic uint64_t v __attribute__((aligned(64)));
-        char pad[56];
-        uint64_t duration_ns;
-        uint64_t t0, t1, rounds;
-};
 
 /* Writes odd values and waits for the even answer. */
 static void *pp_ask(void *arg)
@@ -585,26 +754,13 @@ static void *pp_ask(void *arg)
         return NULL;
 }
 
-static void *pp_answer(void *arg)
-{
-        struct pingpong *p = arg;
-
-        for (;;) {
-                uint64_t v = atomic_load_explicit(&p->v, memory_order_acquire);
-                if (v == PP_STOP)
-                        break;
-                if (v & 1)
-                        atomic_store_explicit(&p->v, v + 1, memory_order_release);
-        }
-        return NULL;
-}
-
 static double cacheline_run(const struct bench_opts *o, enum pc_mode mode, unsigned *workers,
                             void *ctx)
 {
         /* Page-aligned like the other peers' memory. */
         static struct pingpong p __attribute__((aligned(MSG_PEER_ALIGN)));
         struct msg_cpu seen[2];
+        double line0 = line_probe();
         int rc;
 
         (void)mode;
@@ -615,7 +771,8 @@ static double cacheline_run(const struct bench_opts *o, enum pc_mode mode, unsig
         rc = msg_pair_run(P.pin, P.cpu[0], pp_ask, P.cpu[1], pp_answer, &p, seen);
         if (rc)
                 return rc;
-        return checked("call", "peer:pingpong", seen, (double)(p.t1 - p.t0) / (double)p.rounds);
+        return checked("call", "peer:pingpong", seen, (double)(p.t1 - p.t0) / (double)p.rounds,
+                       line0, line_probe());
 }
 
 /* ---- idle iteration cost against worker count ---------------------------- */
@@ -635,14 +792,6 @@ struct idle_ctx {
 };
 
 static struct idle_ctx I;
-
-static uint64_t thread_cpu_ns(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static uint64_t my_iterations(void)
 {

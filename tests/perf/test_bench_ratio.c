@@ -165,6 +165,38 @@ static void test_round_not_used(void **state)
         assert_near(x[0].value, 0.6, 1e-12);
 }
 
+static void test_conditions_pair_rounds(void **state)
+{
+        /* Round 1 ran the side at a 330 ns line, the peer at 85 ns (the host
+         * moved a vCPU between them): no ratio from it. */
+        const double side[] = {50e6, 15e6, 52e6}, peer[] = {80e6, 90e6, 84e6};
+        const double scond[] = {85, 330, 86}, pcond[] = {86, 84, 330 * 1.4};
+        struct bench_record r[2];
+        struct bench_ratio x[4];
+
+        (void)state;
+        assert_true(bench_cond_match(85, 120));
+        assert_false(bench_cond_match(85, 330));
+        assert_true(bench_cond_match(NAN, 330)); /* said nothing: pairs */
+        assert_true(bench_cond_match(0, 330));
+        r[0] = rec("tpc", false, false, 1, side, 3);
+        r[1] = rec("peer:rte_ring", false, false, 1, peer, 3);
+        r[0].metric = r[1].metric = "msgs_per_sec";
+        for (unsigned i = 0; i < 3; i++) {
+                r[0].cond[i] = scond[i];
+                r[1].cond[i] = pcond[i];
+        }
+        assert_int_equal(bench_ratios(r, 2, x, 4), 1);
+        /* Round 2 is left out too: 86 against 462. */
+        assert_int_equal(x[0].rounds, 1);
+        assert_near(x[0].value, 50.0 / 80, 1e-12);
+        /* With every round matched, all three pair. */
+        for (unsigned i = 0; i < 3; i++)
+                r[1].cond[i] = r[0].cond[i];
+        assert_int_equal(bench_ratios(r, 2, x, 4), 1);
+        assert_int_equal(x[0].rounds, 3);
+}
+
 static void test_higher_is_better_floor(void **state)
 {
         /* A throughput bound: the side may not pass it either. */
@@ -190,6 +222,7 @@ int main(void)
                 cmocka_unit_test(test_judged_on_medians),
                 cmocka_unit_test(test_judged_on_round_ratios),
                 cmocka_unit_test(test_round_not_used),
+                cmocka_unit_test(test_conditions_pair_rounds),
                 cmocka_unit_test(test_higher_is_better_floor),
         };
 
