@@ -35,7 +35,7 @@ static unsigned ninfos;
  * during warm-ups. Its extras are searched from extras_from on. */
 static struct bench_record *measuring;
 static unsigned measuring_round;
-static double measuring_cond;
+static double measuring_cond[BENCH_MAX_COND];
 static unsigned extras_from;
 
 struct suite {
@@ -57,10 +57,10 @@ static const struct suite suites[] = {
 };
 #define NSUITES (sizeof(suites) / sizeof(suites[0]))
 
-void bench_condition(double c)
+void bench_condition(unsigned k, double c)
 {
-        if (measuring)
-                measuring_cond = c;
+        if (measuring && k < BENCH_MAX_COND)
+                measuring_cond[k] = c;
 }
 
 void bench_extra(const char *metric, const char *unit, bool lower_is_better, double v)
@@ -191,7 +191,8 @@ int bench_compare(const struct bench_opts *o, const char *suite, const char *kas
                 r->lower_is_better = lower_is_better;
                 r->group = ngroups;
                 for (unsigned i = 0; i < BENCH_MAX_RUNS; i++)
-                        r->cond[i] = NAN;
+                        for (unsigned k = 0; k < BENCH_MAX_COND; k++)
+                                r->cond[i][k] = NAN;
                 rec[nlive] = r;
                 live[nlive++] = &sides[s];
         }
@@ -205,13 +206,14 @@ int bench_compare(const struct bench_opts *o, const char *suite, const char *kas
 
                         measuring = rec[s];
                         measuring_round = i;
-                        measuring_cond = NAN;
+                        for (unsigned k = 0; k < BENCH_MAX_COND; k++)
+                                measuring_cond[k] = NAN;
                         v = live[s]->fn(o, live[s]->mode, &workers, live[s]->ctx);
                         measuring = NULL;
-                        rec[s]->cond[i] = measuring_cond;
-                        for (unsigned j = extras_from; j < nrecords; j++)
+                        for (unsigned j = first; j < nrecords; j++)
                                 if (strcmp(records[j].mode, rec[s]->mode) == 0)
-                                        records[j].cond[i] = measuring_cond;
+                                        memcpy(records[j].cond[i], measuring_cond,
+                                               sizeof(measuring_cond));
                         if (v == BENCH_MOVED) {
                                 /* The run said which thread moved. */
                                 bench_progress("%s/%s %s: round %u not used", suite, kase,
@@ -489,7 +491,7 @@ static void print_table(const struct bench_opts *o)
         unsigned nx = bench_ratios(records, nrecords, x, BENCH_MAX_RATIOS);
         unsigned nl = table_lines(x, nx, lines, TABLE_MAX_LINES);
         int wm = 6, ww = 1, ws = 4, wsv = 1, wp = 4, wpv = 1;
-        bool medians = false, any_peer = false, refused = false;
+        bool medians = false, any_peer = false, refused = false, conditioned = false;
         struct cells c;
 
         for (unsigned i = 0; i < nl; i++) {
@@ -545,6 +547,13 @@ static void print_table(const struct bench_opts *o)
         }
         if (medians)
                 printf("(medians): a ratio of medians measured apart, not in rounds\n");
+        for (unsigned i = 0; i < nrecords; i++)
+                for (unsigned r = 0; r < records[i].nvalues; r++)
+                        for (unsigned k = 0; k < BENCH_MAX_COND; k++)
+                                conditioned |= isfinite(records[i].cond[r][k]);
+        if (conditioned)
+                printf("ratios pair only the rounds whose side and peer ran under matching "
+                       "conditions\n  (what a suite probes is in its note below)\n");
         if (refused)
                 printf(REFUSED_CELL ": floor slower than percore: no ratio (the floor's median "
                        "is\n  worse than the side's, so it did not measure the floor)\n");

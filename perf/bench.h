@@ -18,6 +18,7 @@
 #define BENCH_MAX_RUNS 64
 #define BENCH_MAX_SIDES 8  /* sides of one bench_compare() */
 #define BENCH_MAX_RATIOS 256
+#define BENCH_MAX_COND 2   /* conditions a run may report */
 
 struct bench_opts {
         double duration;   /* seconds per measured run */
@@ -48,7 +49,8 @@ struct bench_record {
         unsigned nvalues;
         unsigned group;     /* the bench_compare() it came from, from 1 */
         bool floor;         /* a peer no percore side can beat (bench_set_floor()) */
-        double cond[BENCH_MAX_RUNS]; /* round i's bench_condition(); 0 or NAN: none */
+        /* round i's bench_condition()s; 0 or NAN: none */
+        double cond[BENCH_MAX_RUNS][BENCH_MAX_COND];
 };
 
 /*
@@ -128,14 +130,16 @@ int bench_compare(const struct bench_opts *o, const char *suite, const char *kas
 #define BENCH_COND_MATCH 1.5
 
 /*
- * Say what the machine was like during the measured run in progress, as
- * one positive number (the msg suite's: the cache-line round trip between
- * its two CPUs, which tells where a host placed two vCPUs). A round whose
- * side and peer ran under conditions more than BENCH_COND_MATCH times apart
- * gives no ratio between them: it would compare two machines. Ignored
- * during the warm-up; a run that says nothing pairs with anything.
+ * Say what the machine was like during the measured run in progress:
+ * condition @k (below BENCH_MAX_COND) is one positive number, such as the
+ * msg suite's cache-line round trip between its two CPUs (which tells
+ * where a host placed two vCPUs) and the share of the run its threads had
+ * their CPUs. A round whose side and peer ran under a condition more than
+ * BENCH_COND_MATCH times apart gives no ratio between them: it would
+ * compare two machines. Ignored during the warm-up; a condition a run did
+ * not report pairs with anything.
  */
-void bench_condition(double c);
+void bench_condition(unsigned k, double c);
 
 /*
  * Report a second metric from inside a measured run (say, steals beside a
@@ -188,7 +192,8 @@ double bench_median(const struct bench_record *r);
 unsigned bench_finite_count(const struct bench_record *r);
 bool bench_same_row(const struct bench_record *a, const struct bench_record *b);
 
-/* Whether conditions @a and @b (bench_condition()) let two runs pair. */
+/* Whether conditions @a and @b (one of bench_condition()) let two runs
+ * pair. */
 bool bench_cond_match(double a, double b);
 
 /*

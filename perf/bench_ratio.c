@@ -104,7 +104,11 @@ static bool ratio_of(const struct bench_record *s, const struct bench_record *p,
         } else {
                 for (unsigned i = 0; i < s->nvalues && i < p->nvalues; i++) {
                         double x = oriented(s->lower_is_better, s->values[i], p->values[i]);
-                        if (ratio_ok(x) && bench_cond_match(s->cond[i], p->cond[i]))
+                        bool match = true;
+
+                        for (unsigned c = 0; c < BENCH_MAX_COND; c++)
+                                match &= bench_cond_match(s->cond[i][c], p->cond[i][c]);
+                        if (ratio_ok(x) && match)
                                 per[k++] = x;
                 }
                 out->rounds = k;

@@ -15,7 +15,10 @@
 # (a host that put both vCPUs on one core's SMT threads shows a short one),
 # the host's steal time and the load average over each process, and
 # "preempt": the runs (warm-ups included) in which a timed thread was
-# switched out for another runnable thread, of all the runs.
+# switched out for another runnable thread, of all the runs; "line_ns":
+# the range of the line round trip the suite probed around its runs (two
+# placements of the vCPUs show as two levels). A ratio pairs only rounds
+# whose side and peer ran under matching probes; "/N" says how many did.
 #
 # usage: perf/msg3.sh [-b BENCH] [-n PROCESSES] [-o DIR] [-- BENCH ARGS...]
 #   -b  percore-bench to run (default build/perf/percore-bench)
@@ -98,7 +101,10 @@ for i in range(1, n + 1):
         if x["side"] == mode:
             ratios[(x["case"], x["peer"])] = x
     ran = info.get("ran_on", [])
+    lines = [v for r in ran for k in ("line_rtt_ns", "line_rtt_after_ns")
+             for v in r.get(k, []) if v]
     procs.append(dict(info=info, ratios=ratios, load=float(load),
+                      line=f"{min(lines):.0f}-{max(lines):.0f}" if lines else "-",
                       pre=f"{sum(r.get('preempted_runs', 0) for r in ran)}/"
                           f"{sum(r.get('runs', 0) for r in ran)}",
                       steal=100.0 * int(steal) / max(int(ticks), 1),
@@ -116,18 +122,18 @@ def fmt(v, unit=""):
 
 print(f"msg suite in {n} processes, percore side {mode}: medians of each process's rounds")
 print()
-print("proc  cpus  smt   load  steal  preempt  call_ns  pingpong_ns  rte_rtt_ns  submit/s"
-      "  rte_ring/s")
+print("proc  cpus  smt   load  steal  preempt  line_ns   call_ns  pingpong_ns  rte_rtt_ns"
+      "  submit/s  rte_ring/s")
 for i, p in enumerate(procs, 1):
     cpus = p["info"].get("cpus", ["?", "?"])
     smt = p["info"].get("smt_siblings")
     print(f"{i:>4}  {cpus[0]},{cpus[1]:<3} {'yes' if smt else 'no' if smt is False else '?':<4} "
-          f"{p['load']:>5.2f}  {p['steal']:>4.1f}%  {p['pre']:>7}  {fmt(p['call']):>7}  "
-          f"{fmt(p['pp']):>11}  "
+          f"{p['load']:>5.2f}  {p['steal']:>4.1f}%  {p['pre']:>7}  {p['line']:>7}  "
+          f"{fmt(p['call']):>7}  {fmt(p['pp']):>11}  "
           f"{fmt(p['rtt']):>10}  {fmt(p['sub']):>8}  {fmt(p['ring']):>10}")
 print()
-print("ratio (above 1: percore better)  " + "  ".join(f"p{i}" .rjust(6) for i in range(1, n + 1))
-      + "  spread  target")
+print("ratio/rounds paired (above 1: percore better)")
+print(" " * 26 + "  ".join(f"p{i}".rjust(7) for i in range(1, n + 1)) + "  spread  target")
 missed = []
 for case, peer, want, what in targets:
     vals, cells = [], []
@@ -139,12 +145,12 @@ for case, peer, want, what in targets:
             cells.append("floor<")  # floor slower than percore: no ratio
         else:
             vals.append(x["value"])
-            cells.append(f"{x['value']:.2f}")
+            cells.append(f"{x['value']:.2f}/{x['rounds']}")
     spread = max(vals) / min(vals) if len(vals) == len(procs) and vals else None
     ok = len(vals) == len(procs) and all(v >= want for v in vals)
     sp_ok = spread is not None and spread <= SPREAD
     name = f"{case} vs {peer[5:]}"
-    print(f"{name:<32} " + "  ".join(c.rjust(6) for c in cells) +
+    print(f"{name:<25} " + "  ".join(c.rjust(7) for c in cells) +
           f"  {(f'{spread:.2f}' if spread else '-'):>6}  {what} (>= {want:.2f}): "
           f"{'met' if ok else 'missed'}, spread {'met' if sp_ok else 'missed'}")
     if not ok:

@@ -177,8 +177,6 @@ struct placement {
 
 static struct placement P;
 
-/* The CPUs each (case, side) ran on in its last run, its runs (warm-ups
- * included) and the runs not used because a thread was elsewhere. */
 /* One run of a side as the JSON lists it, the warm-up first: its value,
  * the lower on-CPU share of its two timed threads, and the line round trip
  * between the two CPUs probed just before and just after it. */
@@ -186,6 +184,9 @@ struct run_note {
         double value, oncpu, line0, line1;
 };
 
+/* The CPUs each (case, side) ran on in its last run, its runs (warm-ups
+ * included), the runs not used because a thread was elsewhere, and a note
+ * of each run. */
 struct ran {
         const char *kase;
         char side[32];
@@ -241,8 +242,13 @@ static double checked(const char *kase, const char *side, const struct msg_cpu s
                                "from %.0f to %.0f ns during the run (the host moved a vCPU)",
                                kase, side, P.cpu[0], P.cpu[1], line0, line1);
         }
-        if (!moved)
-                bench_condition(isfinite(line0) && isfinite(line1) ? (line0 + line1) / 2 : NAN);
+        /* Where the host had the vCPUs, and how much of them this run's
+         * threads had: a side and a peer pair only when both match. */
+        if (!moved) {
+                bench_condition(0, isfinite(line0) && isfinite(line1) ? (line0 + line1) / 2
+                                                                      : NAN);
+                bench_condition(1, fmin(seen[0].oncpu, seen[1].oncpu));
+        }
         if (r && r->nnotes < BENCH_MAX_RUNS + 1)
                 r->notes[r->nnotes++] = (struct run_note){
                         moved ? NAN : v, fmin(seen[0].oncpu, seen[1].oncpu), line0, line1};
@@ -359,7 +365,7 @@ static int json_nums(char *buf, size_t len, const char *key, const struct ran *r
 static void placement_info(void)
 {
         static char json[65536];
-        char text[512];
+        char text[768];
         int n;
 
         n = snprintf(json, sizeof(json),
@@ -395,7 +401,7 @@ static void placement_info(void)
         if (n > 0 && (size_t)n < sizeof(json))
                 snprintf(json + n, sizeof(json) - (size_t)n, "]}");
         double lo = INFINITY, hi = -INFINITY;
-        char range[96] = "";
+        char range[192] = "";
 
         for (unsigned i = 0; i < nran; i++)
                 for (unsigned k = 0; k < ran[i].nnotes; k++) {
@@ -405,7 +411,8 @@ static void placement_info(void)
         if (lo <= hi)
                 snprintf(range, sizeof(range),
                          ";\n  the line round trip between them, probed around each run: "
-                         "%.0f-%.0f ns", lo, hi);
+                         "%.0f-%.0f ns;\n  rounds pair under probes and CPU shares within "
+                         "%gx", lo, hi, BENCH_COND_MATCH);
         snprintf(text, sizeof(text), "CPUs %d and %d (%s), %s, %s (topology: %s)%s%s",
                  P.cpu[0], P.cpu[1], P.pin ? "pinned" : "not pinned",
                  P.smt ? "SMT siblings of one core" : "not SMT siblings",

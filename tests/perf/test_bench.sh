@@ -171,8 +171,9 @@ for x in ratios:
 # (ratios pair rounds, and a round that measured nothing pairs with
 # nothing; a slow build's short rounds may). The msg suite pairs a round
 # only when the line round trip it probed around the side's run and the
-# peer's agree (BENCH_COND_MATCH): when the host moved a vCPU between
-# them in every round, there is no ratio to make.
+# peer's agree, and the CPU share their threads had (BENCH_COND_MATCH):
+# when the host moved a vCPU, or other work took the CPUs, between them in
+# every round, there is no ratio to make.
 ran_on = {(r.get("case"), r.get("side")): r
           for r in doc.get("info", {}).get("msg", {}).get("ran_on", [])}
 
@@ -180,12 +181,13 @@ def unpaired(case, s, p):
     a, b = ran_on.get((case, s)), ran_on.get((case, p))
     if suite != "msg" or a is None or b is None:
         return False
-    def cond(r, i):
+    def conds(r, i):
         x, y = r["line_rtt_ns"][i], r["line_rtt_after_ns"][i]
-        return (x + y) / 2 if x and y else None
+        return ((x + y) / 2 if x and y else None, r["oncpu"][i])
+    def match(p, q):
+        return p is None or q is None or p <= 0 or q <= 0 or max(p, q) / min(p, q) <= 1.5
     for i in range(1, min(len(a["line_rtt_ns"]), len(b["line_rtt_ns"]))):
-        ca, cb = cond(a, i), cond(b, i)
-        if ca is None or cb is None or max(ca, cb) / min(ca, cb) <= 1.5:
+        if all(match(p, q) for p, q in zip(conds(a, i), conds(b, i))):
             return False
     return True
 
@@ -197,8 +199,8 @@ for (case, metric, workers), row in rows.items():
             if (rs["min"] or 0) > 0 and (rp["min"] or 0) > 0 and \
                     (case, metric, workers, s, p) not in paired:
                 if unpaired(case, s, p):
-                    print(f"note: no ratio for {case} {s} vs {p}: the host moved a vCPU "
-                          "between them in every round")
+                    print(f"note: no ratio for {case} {s} vs {p}: their conditions "
+                          "differed in every round")
                 else:
                     bad.append(f"no ratio for {case} {metric} w{workers}: {s} vs {p}")
 

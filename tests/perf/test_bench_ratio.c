@@ -183,8 +183,8 @@ static void test_conditions_pair_rounds(void **state)
         r[1] = rec("peer:rte_ring", false, false, 1, peer, 3);
         r[0].metric = r[1].metric = "msgs_per_sec";
         for (unsigned i = 0; i < 3; i++) {
-                r[0].cond[i] = scond[i];
-                r[1].cond[i] = pcond[i];
+                r[0].cond[i][0] = scond[i];
+                r[1].cond[i][0] = pcond[i];
         }
         assert_int_equal(bench_ratios(r, 2, x, 4), 1);
         /* Round 2 is left out too: 86 against 462. */
@@ -192,9 +192,17 @@ static void test_conditions_pair_rounds(void **state)
         assert_near(x[0].value, 50.0 / 80, 1e-12);
         /* With every round matched, all three pair. */
         for (unsigned i = 0; i < 3; i++)
-                r[1].cond[i] = r[0].cond[i];
+                r[1].cond[i][0] = r[0].cond[i][0];
         assert_int_equal(bench_ratios(r, 2, x, 4), 1);
         assert_int_equal(x[0].rounds, 3);
+        /* A second condition (the CPU share the threads had) must match
+         * too: round 1's side had half its CPUs. */
+        r[0].cond[1][1] = 0.5;
+        r[1].cond[1][1] = 0.98;
+        r[0].cond[2][1] = 0.95;
+        r[1].cond[2][1] = 0.99;
+        assert_int_equal(bench_ratios(r, 2, x, 4), 1);
+        assert_int_equal(x[0].rounds, 2);
 }
 
 static void test_higher_is_better_floor(void **state)
