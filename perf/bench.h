@@ -59,10 +59,11 @@ struct bench_record {
  * for lower-is-better metrics, side/peer otherwise. From one comparison it
  * is the median of the per-round ratios, with their min and max; from
  * records measured apart, the ratio of the medians with @rounds 0 and no
- * range (@min, @max NAN). @refused: the peer is a floor and it measured
- * worse than the side (its median, or the ratio above 1), so the floor did
- * not measure the floor and the table and JSON give no ratio (value, min
- * and max are still computed).
+ * range (@min, @max NAN). A ratio pairs only rounds whose conditions
+ * match (bench_condition()). @refused: the peer is a floor and it measured
+ * worse than the side (its median over the paired rounds, or the ratio
+ * above 1), so the floor did not measure the floor and the table and JSON
+ * give no ratio (value, min and max are still computed).
  */
 struct bench_ratio {
         const struct bench_record *side, *peer;

@@ -91,7 +91,8 @@ bool bench_floor_refuses(bool lower_is_better, double side, double floor)
 static bool ratio_of(const struct bench_record *s, const struct bench_record *p,
                      struct bench_ratio *out)
 {
-        double per[BENCH_MAX_RUNS];
+        double per[BENCH_MAX_RUNS], sv[BENCH_MAX_RUNS], pv[BENCH_MAX_RUNS];
+        double smed = bench_median(s), pmed = bench_median(p), lo, hi;
         unsigned k = 0;
 
         out->side = s;
@@ -108,18 +109,23 @@ static bool ratio_of(const struct bench_record *s, const struct bench_record *p,
 
                         for (unsigned c = 0; c < BENCH_MAX_COND; c++)
                                 match &= bench_cond_match(s->cond[i][c], p->cond[i][c]);
-                        if (ratio_ok(x) && match)
+                        if (ratio_ok(x) && match) {
+                                sv[k] = s->values[i];
+                                pv[k] = p->values[i];
                                 per[k++] = x;
+                        }
                 }
                 out->rounds = k;
                 stats(per, k, &out->value, &out->min, &out->max);
+                /* The floor is judged on the rounds the ratio pairs: the
+                 * others ran under other conditions. */
+                stats(sv, k, &smed, &lo, &hi);
+                stats(pv, k, &pmed, &lo, &hi);
         }
-        /* A floor is beaten when the medians the table prints beside each
-         * other say so, or when the ratio it would print does (the median
-         * of the rounds' ratios, which pairs rounds and can disagree with
-         * the medians of a noisy run). */
-        out->refused = p->floor && (bench_floor_refuses(s->lower_is_better, bench_median(s),
-                                                        bench_median(p)) ||
+        /* A floor is beaten when the medians of the paired rounds say so,
+         * or when the ratio it would print does (the median of the rounds'
+         * ratios, which can disagree with the medians of a noisy run). */
+        out->refused = p->floor && (bench_floor_refuses(s->lower_is_better, smed, pmed) ||
                                     (ratio_ok(out->value) && out->value > 1));
         return ratio_ok(out->value);
 }

@@ -205,6 +205,25 @@ static void test_conditions_pair_rounds(void **state)
         assert_int_equal(x[0].rounds, 2);
 }
 
+static void test_floor_judged_on_paired_rounds(void **state)
+{
+        /* A run of each was not used (NAN), in different rounds: over all
+         * rounds the floor's median (799) is above the side's (719.5), over
+         * the rounds that pair, 0, 2 and 3, it is not (799 against 994). */
+        const double side[] = {445, 397, 1126, 994, NAN}, floor[] = {230, NAN, 799, 833, NAN};
+        struct bench_record r[2];
+        struct bench_ratio x[4];
+
+        (void)state;
+        r[0] = rec("tpc", true, false, 1, side, 5);
+        r[1] = rec("peer:pingpong", true, true, 1, floor, 5);
+        assert_true(bench_median(&r[1]) > bench_median(&r[0]));
+        assert_int_equal(bench_ratios(r, 2, x, 4), 1);
+        assert_int_equal(x[0].rounds, 3);
+        assert_false(x[0].refused);
+        assert_near(x[0].value, 799.0 / 1126, 1e-12);
+}
+
 static void test_higher_is_better_floor(void **state)
 {
         /* A throughput bound: the side may not pass it either. */
@@ -231,6 +250,7 @@ int main(void)
                 cmocka_unit_test(test_judged_on_round_ratios),
                 cmocka_unit_test(test_round_not_used),
                 cmocka_unit_test(test_conditions_pair_rounds),
+                cmocka_unit_test(test_floor_judged_on_paired_rounds),
                 cmocka_unit_test(test_higher_is_better_floor),
         };
 
