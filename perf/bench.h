@@ -128,7 +128,7 @@ int bench_compare(const struct bench_opts *o, const char *suite, const char *kas
                   const struct bench_side *sides, unsigned n);
 
 /* How far apart two rounds' conditions may be for their values to pair. */
-#define BENCH_COND_MATCH 1.5
+#define BENCH_COND_MATCH 1.3
 
 /*
  * Say what the machine was like during the measured run in progress:

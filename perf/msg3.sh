@@ -21,26 +21,40 @@
 # whose side and peer ran under matching probes; "/N" says how many did.
 #
 # usage: perf/msg3.sh [-b BENCH] [-n PROCESSES] [-o DIR] [-- BENCH ARGS...]
+#        perf/msg3.sh -a DIR
 #   -b  percore-bench to run (default build/perf/percore-bench)
 #   -n  processes (default 3)
 #   -o  keep the JSON and logs in DIR (default a temporary directory)
+#   -a  run nothing: compare again the processes an earlier -o DIR kept
 # PERCORE_MODE defaults to tpc (the targets are thread-per-core's); set it
 # to another mode to measure that one. Exits 1 when a run fails, 0
 # otherwise (a missed target is a result, not a failure).
 set -uo pipefail
-bench=build/perf/percore-bench n=3 out=
-while getopts "b:n:o:h" opt; do
+bench=build/perf/percore-bench n=3 out= again=
+while getopts "b:n:o:a:h" opt; do
 	case $opt in
 	b) bench=$OPTARG ;;
 	n) n=$OPTARG ;;
 	o) out=$OPTARG ;;
+	a) again=$OPTARG ;;
 	h) sed -n '2,/^set -uo/p' "$0" | sed '$d;s/^# \{0,1\}//'; exit 0 ;;
 	*) exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
 [ "${1:-}" = -- ] && shift
-if [ ! -x "$bench" ]; then
+if ! [[ $n =~ ^[1-9][0-9]*$ ]]; then
+	echo "msg3: -n $n: expected a number of processes, 1 or more" >&2
+	exit 2
+fi
+if [ -n "$again" ]; then
+	n=$(find "$again" -maxdepth 1 -name 'p*.json' | wc -l)
+	if [ "$n" -eq 0 ]; then
+		echo "msg3: -a $again: no p*.json there (from -o DIR)" >&2
+		exit 2
+	fi
+	out=$again
+elif [ ! -x "$bench" ]; then
 	echo "msg3: $bench is not an executable percore-bench (-b BENCH)" >&2
 	exit 2
 fi
@@ -50,13 +64,14 @@ if [ -z "$out" ]; then
 fi
 mkdir -p "$out"
 export PERCORE_MODE=${PERCORE_MODE:-tpc}
+[ -n "$again" ] && n_run=0 || n_run=$n
 
 # The cpu line of /proc/stat: total ticks and steal ticks.
 ticks() {
 	awk '/^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; print t, $9 }' /proc/stat
 }
 
-for i in $(seq 1 "$n"); do
+for i in $(seq 1 "$n_run"); do
 	read -r t0 s0 < <(ticks)
 	load=$(cut -d' ' -f1 /proc/loadavg)
 	echo "msg3: process $i of $n (load $load)" >&2
@@ -81,6 +96,7 @@ targets = [
     ("submit", "peer:rte_ring", 1.0, "submit >= 1.0x rte_ring"),
 ]
 SPREAD = 1.2
+MATCH = 1.3  # the bench's BENCH_COND_MATCH
 
 def rec(doc, case, mode):
     for r in doc["records"]:
@@ -159,6 +175,60 @@ for case, peer, want, what in targets:
         missed.append(f"{name} spread <= {SPREAD}")
 if any(x["refused"] for p in procs for x in p["ratios"].values()):
     print("floor<: the floor measured slower than percore, so no ratio")
+
+# The same ratios per placement: each round's pair of runs (matched as the
+# bench pairs them) grouped by the line round trip probed around them,
+# levels found by sorting the probes and starting a new one past MATCH
+# times the level's first. Comparing processes at one level leaves out the host's moves.
+def notes(p, case, side):
+    for r in p["info"].get("ran_on", []):
+        if r["case"] == case and r["side"] == side:
+            return list(zip(r["values"], r["line_rtt_ns"], r["line_rtt_after_ns"], r["oncpu"]))
+    return []
+
+def close(a, b):
+    return a is None or b is None or a <= 0 or b <= 0 or max(a, b) / min(a, b) <= MATCH
+
+pairs = {}  # (case, peer) -> per process [(probe, ratio)]
+for case, peer, _, _ in targets:
+    lower = case == "call"
+    for k, p in enumerate(procs):
+        a, b = notes(p, case, mode), notes(p, case, peer)
+        for i in range(1, min(len(a), len(b))):  # 0 is the warm-up
+            (va, a0, a1, ca), (vb, b0, b1, cb) = a[i], b[i]
+            if not (va and vb and a0 and a1 and b0 and b1):
+                continue
+            pa, pb = (a0 + a1) / 2, (b0 + b1) / 2
+            if close(pa, pb) and close(ca, cb):
+                pairs.setdefault((case, peer), [[] for _ in procs])[k].append(
+                    ((pa + pb) / 2, vb / va if lower else va / vb))
+probes = sorted(x for per in pairs.values() for pp in per for x, _ in pp)
+levels = []
+for x in probes:
+    if levels and x <= levels[-1][0] * MATCH:
+        levels[-1][1] = x
+    else:
+        levels.append([x, x])
+if levels:
+    print()
+    print("per placement (line round trip probed around the pair): median ratio/pairs")
+    print(" " * 26 + "  ".join(f"p{i}".rjust(7) for i in range(1, n + 1)) + "  spread")
+    for lo, hi in levels:
+        print(f"line {lo:.0f}-{hi:.0f} ns")
+        for case, peer, _, _ in targets:
+            cells, vals = [], []
+            for pp in pairs.get((case, peer), [[] for _ in procs]):
+                xs = sorted(r for x, r in pp if lo <= x <= hi)
+                if xs:
+                    m = len(xs)
+                    med = xs[m // 2] if m % 2 else (xs[m // 2 - 1] + xs[m // 2]) / 2
+                    vals.append(med)
+                    cells.append(f"{med:.2f}/{m}")
+                else:
+                    cells.append("-")
+            spread = f"{max(vals) / min(vals):.2f}" if len(vals) > 1 else "-"
+            name = f"  {case} vs {peer[5:]}"
+            print(f"{name:<25} " + "  ".join(c.rjust(7) for c in cells) + f"  {spread:>6}")
 print()
 print("missed: " + "; ".join(missed) if missed else "every target met")
 PY

@@ -185,7 +185,7 @@ def unpaired(case, s, p):
         x, y = r["line_rtt_ns"][i], r["line_rtt_after_ns"][i]
         return ((x + y) / 2 if x and y else None, r["oncpu"][i])
     def match(p, q):
-        return p is None or q is None or p <= 0 or q <= 0 or max(p, q) / min(p, q) <= 1.5
+        return p is None or q is None or p <= 0 or q <= 0 or max(p, q) / min(p, q) <= 1.3  # BENCH_COND_MATCH
     for i in range(1, min(len(a["line_rtt_ns"]), len(b["line_rtt_ns"]))):
         if all(match(p, q) for p, q in zip(conds(a, i), conds(b, i))):
             return False
