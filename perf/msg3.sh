@@ -178,8 +178,7 @@ if any(x["refused"] for p in procs for x in p["ratios"].values()):
 
 # The same ratios per placement: each round's pair of runs (matched as the
 # bench pairs them) grouped by the line round trip probed around them,
-# levels found by sorting the probes and starting a new one past MATCH
-# times the level's first. Comparing processes at one level leaves out the host's moves.
+# a level being the probes within sqrt(MATCH) of the densest one left. Comparing processes at one level leaves out the host's moves.
 def notes(p, case, side):
     for r in p["info"].get("ran_on", []):
         if r["case"] == case and r["side"] == side:
@@ -202,13 +201,14 @@ for case, peer, _, _ in targets:
             if close(pa, pb) and close(ca, cb):
                 pairs.setdefault((case, peer), [[] for _ in procs])[k].append(
                     ((pa + pb) / 2, vb / va if lower else va / vb))
-probes = sorted(x for per in pairs.values() for pp in per for x, _ in pp)
-levels = []
-for x in probes:
-    if levels and x <= levels[-1][0] * MATCH:
-        levels[-1][1] = x
-    else:
-        levels.append([x, x])
+rest = sorted(x for per in pairs.values() for pp in per for x, _ in pp)
+levels, h = [], MATCH ** 0.5
+while rest:
+    c = max(rest, key=lambda c: sum(c / h <= y <= c * h for y in rest))
+    near = [y for y in rest if c / h <= y <= c * h]
+    levels.append((min(near), max(near)))
+    rest = [y for y in rest if y not in near]
+levels.sort()
 if levels:
     print()
     print("per placement (line round trip probed around the pair): median ratio/pairs")
@@ -226,6 +226,8 @@ if levels:
                     cells.append(f"{med:.2f}/{m}")
                 else:
                     cells.append("-")
+            if not vals:
+                continue
             spread = f"{max(vals) / min(vals):.2f}" if len(vals) > 1 else "-"
             name = f"  {case} vs {peer[5:]}"
             print(f"{name:<25} " + "  ".join(c.rjust(7) for c in cells) + f"  {spread:>6}")
