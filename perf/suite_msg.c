@@ -243,8 +243,9 @@ static double checked(const char *kase, const char *side, const struct msg_cpu s
                                kase, side, P.cpu[0], P.cpu[1], line0, line1);
         }
         /* Where the host had the vCPUs, and how much of them this run's
-         * threads had: a side and a peer pair only when both match. */
-        if (!moved) {
+         * threads had: a side and a peer pair only when both match. Only
+         * for the suite's own cases (P.known), which probe the line. */
+        if (!moved && P.known) {
                 bench_condition(0, isfinite(line0) && isfinite(line1) ? (line0 + line1) / 2
                                                                       : NAN);
                 bench_condition(1, fmin(seen[0].oncpu, seen[1].oncpu));
@@ -945,6 +946,9 @@ int suite_msg(const struct bench_opts *o)
                 rc = msg_case(o, "call", "call_rtt_ns", "ns", true, msg_call_run, call_peers,
                               MSG_MAX_PEERS);
         placement_info();
+        /* The fiber suite borrows the call case: it runs without probes
+         * or conditions, its sides paired as any suite's. */
+        P.known = false;
         for (unsigned i = 0; i < 3 && rc == 0; i++) {
                 const struct bench_side idle = {"tpc", PC_MODE_TPC, idle_run, &counts[i]};
 

@@ -186,7 +186,10 @@ def unpaired(case, s, p):
         return ((x + y) / 2 if x and y else None, r["oncpu"][i])
     def match(p, q):
         return p is None or q is None or p <= 0 or q <= 0 or max(p, q) / min(p, q) <= 1.3  # BENCH_COND_MATCH
+    # A round pairs when both runs were used and their conditions match.
     for i in range(1, min(len(a["line_rtt_ns"]), len(b["line_rtt_ns"]))):
+        if a["values"][i] is None or b["values"][i] is None:
+            continue
         if all(match(p, q) for p, q in zip(conds(a, i), conds(b, i))):
             return False
     return True
@@ -265,9 +268,10 @@ else
 fi
 
 if [ "$have_gnuplot" = 1 ]; then
+	# A side every round of which was left out has no bar.
 	modes=$(python3 -c 'import json, sys
 recs = json.load(open(sys.argv[1]))["records"]
-print(" ".join(sorted({r["mode"] for r in recs})))' "$tmp/b.json")
+print(" ".join(sorted({r["mode"] for r in recs if r["value"] is not None})))' "$tmp/b.json")
 	ok=1
 	[ -s "$tmp/b.svg" ] && head -c 2048 "$tmp/b.svg" | grep -q '<svg' &&
 		grep -q '</svg>' "$tmp/b.svg" || ok=0
