@@ -555,8 +555,9 @@ static void print_table(const struct bench_opts *o)
                 printf("ratios pair only the rounds whose side and peer ran under matching "
                        "conditions\n  (what a suite probes is in its note below)\n");
         if (refused)
-                printf(REFUSED_CELL ": floor slower than percore: no ratio (the floor's median "
-                       "is\n  worse than the side's, so it did not measure the floor)\n");
+                printf(REFUSED_CELL ": floor slower than percore: no ratio (the floor measured "
+                       "worse\n  than the side in the rounds that pair, so it did not measure "
+                       "the floor)\n");
         for (unsigned i = 0; i < ninfos; i++)
                 if (infos[i].text)
                         printf("%s: %s\n", infos[i].suite, infos[i].text);

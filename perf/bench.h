@@ -60,10 +60,10 @@ struct bench_record {
  * is the median of the per-round ratios, with their min and max; from
  * records measured apart, the ratio of the medians with @rounds 0 and no
  * range (@min, @max NAN). A ratio pairs only rounds whose conditions
- * match (bench_condition()). @refused: the peer is a floor and it measured
- * worse than the side (its median over the paired rounds, or the ratio
- * above 1), so the floor did not measure the floor and the table and JSON
- * give no ratio (value, min and max are still computed).
+ * match (bench_condition()). @refused: the peer is a floor and the ratio
+ * says it measured worse than the side (above 1), so the floor did not
+ * measure the floor and the table and JSON give no ratio (value, min and
+ * max are still computed).
  */
 struct bench_ratio {
         const struct bench_record *side, *peer;
@@ -198,9 +198,9 @@ bool bench_same_row(const struct bench_record *a, const struct bench_record *b);
 bool bench_cond_match(double a, double b);
 
 /*
- * Whether a floor's median @floor is worse than the side's @side that it
- * bounds (higher for a lower-is-better metric), which refuses the ratio;
- * false when either is not a finite number.
+ * Whether a floor's figure @floor is worse than the side's @side that it
+ * bounds (higher for a lower-is-better metric), which refuses a ratio of
+ * medians measured apart; false when either is not a finite number.
  */
 bool bench_floor_refuses(bool lower_is_better, double side, double floor);
 

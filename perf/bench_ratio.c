@@ -91,8 +91,7 @@ bool bench_floor_refuses(bool lower_is_better, double side, double floor)
 static bool ratio_of(const struct bench_record *s, const struct bench_record *p,
                      struct bench_ratio *out)
 {
-        double per[BENCH_MAX_RUNS], sv[BENCH_MAX_RUNS], pv[BENCH_MAX_RUNS];
-        double smed = bench_median(s), pmed = bench_median(p), lo, hi;
+        double per[BENCH_MAX_RUNS];
         unsigned k = 0;
 
         out->side = s;
@@ -102,31 +101,28 @@ static bool ratio_of(const struct bench_record *s, const struct bench_record *p,
                 out->value = oriented(s->lower_is_better, bench_median(s), bench_median(p));
                 out->min = out->max = NAN;
                 out->rounds = 0;
-        } else {
-                for (unsigned i = 0; i < s->nvalues && i < p->nvalues; i++) {
-                        double x = oriented(s->lower_is_better, s->values[i], p->values[i]);
-                        bool match = true;
-
-                        for (unsigned c = 0; c < BENCH_MAX_COND; c++)
-                                match &= bench_cond_match(s->cond[i][c], p->cond[i][c]);
-                        if (ratio_ok(x) && match) {
-                                sv[k] = s->values[i];
-                                pv[k] = p->values[i];
-                                per[k++] = x;
-                        }
-                }
-                out->rounds = k;
-                stats(per, k, &out->value, &out->min, &out->max);
-                /* The floor is judged on the rounds the ratio pairs: the
-                 * others ran under other conditions. */
-                stats(sv, k, &smed, &lo, &hi);
-                stats(pv, k, &pmed, &lo, &hi);
+                out->refused = p->floor && bench_floor_refuses(s->lower_is_better,
+                                                               bench_median(s), bench_median(p));
+                return ratio_ok(out->value);
         }
-        /* A floor is beaten when the medians of the paired rounds say so,
-         * or when the ratio it would print does (the median of the rounds'
-         * ratios, which can disagree with the medians of a noisy run). */
-        out->refused = p->floor && (bench_floor_refuses(s->lower_is_better, smed, pmed) ||
-                                    (ratio_ok(out->value) && out->value > 1));
+        for (unsigned i = 0; i < s->nvalues && i < p->nvalues; i++) {
+                double x = oriented(s->lower_is_better, s->values[i], p->values[i]);
+                bool match = true;
+
+                for (unsigned c = 0; c < BENCH_MAX_COND; c++)
+                        match &= bench_cond_match(s->cond[i][c], p->cond[i][c]);
+                if (ratio_ok(x) && match)
+                        per[k++] = x;
+        }
+        out->rounds = k;
+        stats(per, k, &out->value, &out->min, &out->max);
+        /* A floor is beaten when the ratio says so: the median of the
+         * rounds' ratios, each round a side and a peer under matching
+         * conditions. Medians of the side's and the floor's values would
+         * mix rounds run under different conditions (two placements of the
+         * vCPUs), and can put the floor above a side that every like round
+         * shows below it. */
+        out->refused = p->floor && ratio_ok(out->value) && out->value > 1;
         return ratio_ok(out->value);
 }
 

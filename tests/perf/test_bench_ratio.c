@@ -104,9 +104,9 @@ static void test_plain_peer_may_be_beaten(void **state)
         assert_near(x[0].value, 2.0, 1e-12);
 }
 
-static void test_judged_on_medians(void **state)
+static void test_judged_on_the_ratio(void **state)
 {
-        /* One round has the floor above the side; the medians do not. */
+        /* One round has the floor above the side; the ratio does not. */
         const double side[] = {100, 100, 100}, floor[] = {150, 90, 95};
         /* And the other way round: only one round below the side. */
         const double side2[] = {100, 100, 100}, floor2[] = {50, 120, 130};
@@ -209,8 +209,8 @@ static void test_conditions_pair_rounds(void **state)
 static void test_floor_judged_on_paired_rounds(void **state)
 {
         /* A run of each was not used (NAN), in different rounds: over all
-         * rounds the floor's median (799) is above the side's (719.5), over
-         * the rounds that pair, 0, 2 and 3, it is not (799 against 994). */
+         * rounds the floor's median (799) is above the side's (719.5); the
+         * rounds that pair, 0, 2 and 3, each have the floor below. */
         const double side[] = {445, 397, 1126, 994, NAN}, floor[] = {230, NAN, 799, 833, NAN};
         struct bench_record r[2];
         struct bench_ratio x[4];
@@ -223,6 +223,40 @@ static void test_floor_judged_on_paired_rounds(void **state)
         assert_int_equal(x[0].rounds, 3);
         assert_false(x[0].refused);
         assert_near(x[0].value, 799.0 / 1126, 1e-12);
+}
+
+static void test_floor_over_two_placements(void **state)
+{
+        /* Every round pairs, one at a near placement (93 against 152 ns),
+         * three at a far one: the paired medians put the floor above the
+         * side (483.5 against 464) though every round but one has it below;
+         * the ratio, 0.75, stands. */
+        const double side[] = {152, 438, 490, 2696}, floor[] = {93, 344, 623, 1924};
+        struct bench_record r[2];
+        struct bench_ratio x[4];
+
+        (void)state;
+        r[0] = rec("tpc", true, false, 1, side, 4);
+        r[1] = rec("peer:pingpong", true, true, 1, floor, 4);
+        assert_int_equal(bench_ratios(r, 2, x, 4), 1);
+        assert_int_equal(x[0].rounds, 4);
+        assert_false(x[0].refused);
+        assert_near(x[0].value, (1924.0 / 2696 + 344.0 / 438) / 2, 1e-12);
+}
+
+static void test_apart_judged_on_medians(void **state)
+{
+        /* Measured in two comparisons: no rounds, the medians decide. */
+        const double side[] = {100, 101}, floor[] = {120, 119};
+        struct bench_record r[2];
+        struct bench_ratio x[4];
+
+        (void)state;
+        r[0] = rec("tpc", true, false, 1, side, 2);
+        r[1] = rec("peer:pingpong", true, true, 2, floor, 2);
+        assert_int_equal(bench_ratios(r, 2, x, 4), 1);
+        assert_int_equal(x[0].rounds, 0);
+        assert_true(x[0].refused);
 }
 
 static void test_higher_is_better_floor(void **state)
@@ -247,11 +281,13 @@ int main(void)
                 cmocka_unit_test(test_floor_slower_than_side),
                 cmocka_unit_test(test_floor_faster_than_side),
                 cmocka_unit_test(test_plain_peer_may_be_beaten),
-                cmocka_unit_test(test_judged_on_medians),
+                cmocka_unit_test(test_judged_on_the_ratio),
                 cmocka_unit_test(test_judged_on_round_ratios),
                 cmocka_unit_test(test_round_not_used),
                 cmocka_unit_test(test_conditions_pair_rounds),
                 cmocka_unit_test(test_floor_judged_on_paired_rounds),
+                cmocka_unit_test(test_floor_over_two_placements),
+                cmocka_unit_test(test_apart_judged_on_medians),
                 cmocka_unit_test(test_higher_is_better_floor),
         };
 
