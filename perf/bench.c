@@ -24,10 +24,18 @@ static struct bench_record records[BENCH_MAX_RECORDS];
 static unsigned nrecords;
 static unsigned ngroups;
 
+#define BENCH_MAX_INFO 16
+static struct {
+        const char *suite;
+        char *json, *text;
+} infos[BENCH_MAX_INFO];
+static unsigned ninfos;
+
 /* The side whose measured run is in progress, for bench_extra(); NULL
  * during warm-ups. Its extras are searched from extras_from on. */
 static struct bench_record *measuring;
 static unsigned measuring_round;
+static double measuring_cond[BENCH_MAX_COND];
 static unsigned extras_from;
 
 struct suite {
@@ -48,6 +56,12 @@ static const struct suite suites[] = {
 #endif
 };
 #define NSUITES (sizeof(suites) / sizeof(suites[0]))
+
+void bench_condition(unsigned k, double c)
+{
+        if (measuring && k < BENCH_MAX_COND)
+                measuring_cond[k] = c;
+}
 
 void bench_extra(const char *metric, const char *unit, bool lower_is_better, double v)
 {
@@ -78,6 +92,32 @@ void bench_extra(const char *metric, const char *unit, bool lower_is_better, dou
         r->values[measuring_round] = v;
 }
 
+void bench_info(const char *suite, const char *json, const char *text)
+{
+        unsigned i;
+
+        for (i = 0; i < ninfos; i++)
+                if (strcmp(infos[i].suite, suite) == 0)
+                        break;
+        if (i == BENCH_MAX_INFO)
+                return;
+        if (i == ninfos)
+                ninfos++;
+        free(infos[i].json);
+        free(infos[i].text);
+        infos[i].suite = suite;
+        infos[i].json = strdup(json);
+        infos[i].text = text ? strdup(text) : NULL;
+}
+
+void bench_set_floor(const char *suite, const char *kase, const char *mode)
+{
+        for (unsigned i = 0; i < nrecords; i++)
+                if (strcmp(records[i].suite, suite) == 0 && strcmp(records[i].kase, kase) == 0 &&
+                    strcmp(records[i].mode, mode) == 0)
+                        records[i].floor = true;
+}
+
 void bench_progress(const char *fmt, ...)
 {
         va_list ap;
@@ -96,54 +136,6 @@ void bench_config(struct pc_config *cfg, const struct bench_opts *o, enum pc_mod
         cfg->workers = mode == PC_MODE_DETERMINISTIC ? 0 : o->workers;
         cfg->idle = PC_IDLE_POLL;
         cfg->log_level = PC_LOG_WARN;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-        double x = *(const double *)a, y = *(const double *)b;
-
-        return (x > y) - (x < y);
-}
-
-/* Median, min and max of the finite values among @n; NAN if none. */
-static void stats(const double *values, unsigned n, double *med, double *lo, double *hi)
-{
-        double v[BENCH_MAX_RUNS];
-        unsigned k = 0;
-
-        for (unsigned i = 0; i < n; i++)
-                if (isfinite(values[i]))
-                        v[k++] = values[i];
-        if (k == 0) {
-                *med = *lo = *hi = NAN;
-                return;
-        }
-        qsort(v, k, sizeof(double), cmp_double);
-        *med = k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
-        *lo = v[0];
-        *hi = v[k - 1];
-}
-
-void bench_stats(const struct bench_record *r, double *med, double *lo, double *hi)
-{
-        stats(r->values, r->nvalues, med, lo, hi);
-}
-
-static double median(const struct bench_record *r)
-{
-        double med, lo, hi;
-
-        bench_stats(r, &med, &lo, &hi);
-        return med;
-}
-
-static unsigned finite_count(const struct bench_record *r)
-{
-        unsigned k = 0;
-
-        for (unsigned i = 0; i < r->nvalues; i++)
-                k += isfinite(r->values[i]) != 0;
-        return k;
 }
 
 static void run_failed(const char *suite, const char *kase, const char *name, double v)
@@ -172,6 +164,8 @@ int bench_compare(const struct bench_opts *o, const char *suite, const char *kas
 
                 bench_progress("%s/%s %s: warm-up", suite, kase, sides[s].name);
                 v = sides[s].fn(&warm, sides[s].mode, &workers, sides[s].ctx);
+                if (v == BENCH_MOVED) /* said why; a warm-up's value is not used */
+                        v = 0;
                 if (v == -ENOTSUP) {
                         fprintf(stderr, "percore-bench: %s/%s %s: skipped\n", suite, kase,
                                 sides[s].name);
@@ -196,6 +190,9 @@ int bench_compare(const struct bench_opts *o, const char *suite, const char *kas
                 r->unit = unit;
                 r->lower_is_better = lower_is_better;
                 r->group = ngroups;
+                for (unsigned i = 0; i < BENCH_MAX_RUNS; i++)
+                        for (unsigned k = 0; k < BENCH_MAX_COND; k++)
+                                r->cond[i][k] = NAN;
                 rec[nlive] = r;
                 live[nlive++] = &sides[s];
         }
@@ -209,9 +206,20 @@ int bench_compare(const struct bench_opts *o, const char *suite, const char *kas
 
                         measuring = rec[s];
                         measuring_round = i;
+                        for (unsigned k = 0; k < BENCH_MAX_COND; k++)
+                                measuring_cond[k] = NAN;
                         v = live[s]->fn(o, live[s]->mode, &workers, live[s]->ctx);
                         measuring = NULL;
-                        if (v < 0) {
+                        for (unsigned j = first; j < nrecords; j++)
+                                if (strcmp(records[j].mode, rec[s]->mode) == 0)
+                                        memcpy(records[j].cond[i], measuring_cond,
+                                               sizeof(measuring_cond));
+                        if (v == BENCH_MOVED) {
+                                /* The run said which thread moved. */
+                                bench_progress("%s/%s %s: round %u not used", suite, kase,
+                                               live[s]->name, i + 1);
+                                v = NAN;
+                        } else if (v < 0) {
                                 run_failed(suite, kase, live[s]->name, v);
                                 nrecords = first;
                                 return (int)v;
@@ -225,7 +233,7 @@ int bench_compare(const struct bench_opts *o, const char *suite, const char *kas
                         records[i].values[records[i].nvalues++] = NAN;
         for (unsigned s = 0; s < nlive; s++)
                 bench_progress("%s/%s %s: %s median %.4g %s", suite, kase, rec[s]->mode,
-                               metric, median(rec[s]), unit);
+                               metric, bench_median(rec[s]), unit);
         return 0;
 }
 
@@ -236,64 +244,6 @@ int bench_measure(const struct bench_opts *o, const char *suite, const char *kas
         const struct bench_side side = {mode_name, mode, fn, ctx};
 
         return bench_compare(o, suite, kase, metric, unit, lower_is_better, &side, 1);
-}
-
-static bool same_row(const struct bench_record *a, const struct bench_record *b)
-{
-        return strcmp(a->suite, b->suite) == 0 && strcmp(a->kase, b->kase) == 0 &&
-               strcmp(a->metric, b->metric) == 0 && a->workers == b->workers;
-}
-
-static bool ratio_ok(double x)
-{
-        return isfinite(x) && x > 0;
-}
-
-/* Above 1 when the percore side @s is better than the peer @p. */
-static double oriented(bool lower_is_better, double s, double p)
-{
-        return lower_is_better ? p / s : s / p;
-}
-
-static bool ratio_of(const struct bench_record *s, const struct bench_record *p,
-                     struct bench_ratio *out)
-{
-        double per[BENCH_MAX_RUNS];
-        unsigned k = 0;
-
-        out->side = s;
-        out->peer = p;
-        if (s->group != p->group) {
-                /* Measured apart: no rounds to pair. */
-                out->value = oriented(s->lower_is_better, median(s), median(p));
-                out->min = out->max = NAN;
-                out->rounds = 0;
-                return ratio_ok(out->value);
-        }
-        for (unsigned i = 0; i < s->nvalues && i < p->nvalues; i++) {
-                double x = oriented(s->lower_is_better, s->values[i], p->values[i]);
-                if (ratio_ok(x))
-                        per[k++] = x;
-        }
-        out->rounds = k;
-        stats(per, k, &out->value, &out->min, &out->max);
-        return k > 0;
-}
-
-unsigned bench_ratios(const struct bench_record *recs, unsigned n, struct bench_ratio *out,
-                      unsigned max)
-{
-        unsigned k = 0;
-
-        for (unsigned i = 0; i < n; i++) {
-                if (bench_is_peer(recs[i].mode))
-                        continue;
-                for (unsigned j = 0; j < n && k < max; j++)
-                        if (bench_is_peer(recs[j].mode) && same_row(&recs[i], &recs[j]) &&
-                            ratio_of(&recs[i], &recs[j], &out[k]))
-                                k++;
-        }
-        return k;
 }
 
 /* ---- the table ----------------------------------------------------------- */
@@ -378,7 +328,7 @@ static void value_cell(const struct bench_record *r, char *buf, size_t len)
                 return;
         }
         human(med, m, sizeof(m));
-        if (finite_count(r) < 2 || lo == hi) {
+        if (bench_finite_count(r) < 2 || lo == hi) {
                 snprintf(buf, len, "%s", m);
                 return;
         }
@@ -401,12 +351,20 @@ static void ratio_num(double x, char *buf, size_t len)
         snprintf(buf, len, x < 10 ? "%.2f" : x < 100 ? "%.1f" : "%.0f", x);
 }
 
+/* The ratio cell of a floor slower than the side it bounds; the legend
+ * spells it out. */
+#define REFUSED_CELL "floor slower: no ratio"
+
 static void ratio_cell(const struct bench_ratio *x, char *buf, size_t len)
 {
         char v[16], a[16], b[16];
 
         if (x == NULL) {
                 snprintf(buf, len, "-");
+                return;
+        }
+        if (x->refused) {
+                snprintf(buf, len, REFUSED_CELL);
                 return;
         }
         ratio_num(x->value, v, sizeof(v));
@@ -448,11 +406,11 @@ static unsigned row_lines(const struct bench_record *row, const struct bench_rat
         unsigned np = 0, k = 0, nsides = 0;
 
         for (unsigned j = 0; j < nrecords; j++)
-                if (same_row(&records[j], row) && bench_is_peer(records[j].mode))
+                if (bench_same_row(&records[j], row) && bench_is_peer(records[j].mode))
                         peers[np++] = &records[j];
         for (unsigned j = 0; j < nrecords; j++) {
                 const struct bench_record *s = &records[j];
-                if (!same_row(s, row) || bench_is_peer(s->mode))
+                if (!bench_same_row(s, row) || bench_is_peer(s->mode))
                         continue;
                 nsides++;
                 for (unsigned p = 0; p < np && k < max; p++)
@@ -486,7 +444,7 @@ static unsigned table_lines(const struct bench_ratio *x, unsigned nx, struct lin
                         if (done_row[j])
                                 continue;
                         for (unsigned m = j; m < nrecords; m++)
-                                if (same_row(&records[m], r))
+                                if (bench_same_row(&records[m], r))
                                         done_row[m] = true;
                         k += row_lines(r, x, nx, out + k, max - k);
                 }
@@ -533,7 +491,7 @@ static void print_table(const struct bench_opts *o)
         unsigned nx = bench_ratios(records, nrecords, x, BENCH_MAX_RATIOS);
         unsigned nl = table_lines(x, nx, lines, TABLE_MAX_LINES);
         int wm = 6, ww = 1, ws = 4, wsv = 1, wp = 4, wpv = 1;
-        bool medians = false, any_peer = false;
+        bool medians = false, any_peer = false, refused = false, conditioned = false;
         struct cells c;
 
         for (unsigned i = 0; i < nl; i++) {
@@ -545,6 +503,7 @@ static void print_table(const struct bench_opts *o)
                 wp = width(wp, c.peer);
                 wpv = width(wpv, c.peerv);
                 medians |= lines[i].ratio && lines[i].ratio->rounds == 0;
+                refused |= lines[i].ratio && lines[i].ratio->refused;
                 any_peer |= lines[i].peer != NULL;
         }
         printf("\n%u round%s of %.2f s after a warm-up of each side, the sides of a case "
@@ -588,6 +547,20 @@ static void print_table(const struct bench_opts *o)
         }
         if (medians)
                 printf("(medians): a ratio of medians measured apart, not in rounds\n");
+        for (unsigned i = 0; i < nrecords; i++)
+                for (unsigned r = 0; r < records[i].nvalues; r++)
+                        for (unsigned k = 0; k < BENCH_MAX_COND; k++)
+                                conditioned |= isfinite(records[i].cond[r][k]);
+        if (conditioned)
+                printf("ratios pair only the rounds whose side and peer ran under matching "
+                       "conditions\n  (what a suite probes is in its note below)\n");
+        if (refused)
+                printf(REFUSED_CELL ": floor slower than percore: no ratio (the floor measured "
+                       "worse\n  than the side in the rounds that pair, so it did not measure "
+                       "the floor)\n");
+        for (unsigned i = 0; i < ninfos; i++)
+                if (infos[i].text)
+                        printf("%s: %s\n", infos[i].suite, infos[i].text);
 }
 
 /* ---- JSON ---------------------------------------------------------------- */
@@ -699,7 +672,7 @@ static int write_json(const struct bench_opts *o, const char *path)
                 json_num(f, lo);
                 fprintf(f, ", \"max\": ");
                 json_num(f, hi);
-                fprintf(f, ", \"runs\": %u}%s\n", finite_count(r),
+                fprintf(f, ", \"runs\": %u}%s\n", bench_finite_count(r),
                         i + 1 < nrecords ? "," : "");
         }
         fprintf(f, "  ],\n  \"ratios\": [\n");
@@ -712,15 +685,28 @@ static int write_json(const struct bench_opts *o, const char *path)
                 json_str(f, x[i].side->mode);
                 fprintf(f, ", \"peer\": ");
                 json_str(f, x[i].peer->mode);
+                /* A refused ratio is recorded as refused, with no number a
+                 * reader could take for one. */
+                fprintf(f, ", \"floor\": %s, \"refused\": ", x[i].peer->floor ? "true" : "false");
+                if (x[i].refused)
+                        json_str(f, "floor slower than percore");
+                else
+                        fputs("null", f);
                 fprintf(f, ", \"value\": ");
-                json_num(f, x[i].value);
+                json_num(f, x[i].refused ? NAN : x[i].value);
                 fprintf(f, ", \"min\": ");
-                json_num(f, x[i].min);
+                json_num(f, x[i].refused ? NAN : x[i].min);
                 fprintf(f, ", \"max\": ");
-                json_num(f, x[i].max);
+                json_num(f, x[i].refused ? NAN : x[i].max);
                 fprintf(f, ", \"rounds\": %u}%s\n", x[i].rounds, i + 1 < nx ? "," : "");
         }
-        fprintf(f, "  ]\n}\n");
+        fprintf(f, "  ],\n  \"info\": {");
+        for (unsigned i = 0; i < ninfos; i++) {
+                fprintf(f, "%s\n    ", i ? "," : "");
+                json_str(f, infos[i].suite);
+                fprintf(f, ": %s", infos[i].json);
+        }
+        fprintf(f, "%s}\n}\n", ninfos ? "\n  " : "");
         if (fclose(f) != 0)
                 return -errno;
         return 0;

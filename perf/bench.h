@@ -7,6 +7,7 @@
 #ifndef PC_BENCH_H
 #define PC_BENCH_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 #define BENCH_MAX_RUNS 64
 #define BENCH_MAX_SIDES 8  /* sides of one bench_compare() */
 #define BENCH_MAX_RATIOS 256
+#define BENCH_MAX_COND 2   /* conditions a run may report */
 
 struct bench_opts {
         double duration;   /* seconds per measured run */
@@ -46,6 +48,9 @@ struct bench_record {
         double values[BENCH_MAX_RUNS];
         unsigned nvalues;
         unsigned group;     /* the bench_compare() it came from, from 1 */
+        bool floor;         /* a peer no percore side can beat (bench_set_floor()) */
+        /* round i's bench_condition()s; 0 or NAN: none */
+        double cond[BENCH_MAX_RUNS][BENCH_MAX_COND];
 };
 
 /*
@@ -54,12 +59,17 @@ struct bench_record {
  * for lower-is-better metrics, side/peer otherwise. From one comparison it
  * is the median of the per-round ratios, with their min and max; from
  * records measured apart, the ratio of the medians with @rounds 0 and no
- * range (@min, @max NAN).
+ * range (@min, @max NAN). A ratio pairs only rounds whose conditions
+ * match (bench_condition()). @refused: the peer is a floor and the ratio
+ * says it measured worse than the side (above 1), so the floor did not
+ * measure the floor and the table and JSON give no ratio (value, min and
+ * max are still computed).
  */
 struct bench_ratio {
         const struct bench_record *side, *peer;
         double value, min, max;
         unsigned rounds;
+        bool refused;
 };
 
 /*
@@ -87,6 +97,23 @@ struct bench_side {
 };
 
 /*
+ * Mark the records of peer @mode in @suite/@kase, measured so far, as a
+ * floor: a bound nothing can pass, like one cache line bounced between two
+ * CPUs for a round trip. A side that measured better than its floor gets
+ * no ratio to it: that floor measured something else (another placement,
+ * a preempted thread), and a ratio to it would mislead. Main thread only.
+ */
+void bench_set_floor(const char *suite, const char *kase, const char *mode);
+
+/*
+ * What a run returns (as a double, like an error) when a thread it timed
+ * did not stay on the CPU it was placed on: the round keeps no value for
+ * that side (NAN), the bench says so and goes on. A warm-up that returns
+ * it is used as any warm-up.
+ */
+#define BENCH_MOVED (-(double)EXDEV)
+
+/*
  * Measure @n sides of one case in alternated rounds: a warm-up of each,
  * then o->runs rounds of one run of each side in turn (A B A B ...), so a
  * drift of the shared machine hits every side alike. One record per side;
@@ -99,6 +126,21 @@ struct bench_side {
 int bench_compare(const struct bench_opts *o, const char *suite, const char *kase,
                   const char *metric, const char *unit, bool lower_is_better,
                   const struct bench_side *sides, unsigned n);
+
+/* How far apart two rounds' conditions may be for their values to pair. */
+#define BENCH_COND_MATCH 1.3
+
+/*
+ * Say what the machine was like during the measured run in progress:
+ * condition @k (below BENCH_MAX_COND) is one positive number, such as the
+ * msg suite's cache-line round trip between its two CPUs (which tells
+ * where a host placed two vCPUs) and the share of the run its threads had
+ * their CPUs. A round whose side and peer ran under a condition more than
+ * BENCH_COND_MATCH times apart gives no ratio between them: it would
+ * compare two machines. Ignored during the warm-up; a condition a run did
+ * not report pairs with anything.
+ */
+void bench_condition(unsigned k, double c);
 
 /*
  * Report a second metric from inside a measured run (say, steals beside a
@@ -135,6 +177,32 @@ void bench_stats(const struct bench_record *r, double *med, double *lo, double *
  */
 unsigned bench_ratios(const struct bench_record *recs, unsigned n, struct bench_ratio *out,
                       unsigned max);
+
+/*
+ * Facts a suite found about where it ran (its CPUs, their topology): @json,
+ * a JSON object's text, goes into the JSON as "info": {@suite: @json};
+ * @text (may be NULL) is printed under the table. The last call of a
+ * suite wins. Main thread only.
+ */
+void bench_info(const char *suite, const char *json, const char *text);
+
+/* The median of a record's finite values (NAN when none), how many there
+ * are, and whether two records are in one row (suite, case, metric,
+ * workers). */
+double bench_median(const struct bench_record *r);
+unsigned bench_finite_count(const struct bench_record *r);
+bool bench_same_row(const struct bench_record *a, const struct bench_record *b);
+
+/* Whether conditions @a and @b (one of bench_condition()) let two runs
+ * pair. */
+bool bench_cond_match(double a, double b);
+
+/*
+ * Whether a floor's figure @floor is worse than the side's @side that it
+ * bounds (higher for a lower-is-better metric), which refuses a ratio of
+ * medians measured apart; false when either is not a finite number.
+ */
+bool bench_floor_refuses(bool lower_is_better, double side, double floor);
 
 /* Whether an executable gnuplot is on PATH (--plot checks before the
  * suites run, not after minutes of them). */

@@ -27,19 +27,66 @@ struct msg_sink {
 void msg_sink_fn(void *arg);
 
 /*
+ * Where one timed thread ran: the CPU it was pinned to (-1 when not
+ * pinned) and what sched_getcpu() said just before and just after its
+ * timed part. A pinned thread cannot migrate, but a pin can fail or be
+ * undone (a cgroup's cpuset changing under the process, taskset -p), and a
+ * run measured elsewhere than on the CPUs named must not be used.
+ */
+struct msg_cpu {
+        int want, before, after;
+        long switches; /* involuntary context switches in the timed part */
+        double oncpu;  /* its CPU time over the timed part's wall time */
+};
+
+/* The calling thread's involuntary context switches so far: another
+ * runnable thread took its CPU (a loaded machine), which a spinning
+ * measurement pays for in full. */
+long msg_thread_preemptions(void);
+
+/* Whether a thread that was pinned ran anywhere else. */
+static inline bool msg_cpu_moved(const struct msg_cpu *c)
+{
+        return c->want >= 0 && (c->before != c->want || c->after != c->want);
+}
+
+/*
  * Run @a on @cpu0 and @b on @cpu1 (pinned when @pin), both with @arg, and
- * join them. Returns 0 or a negative errno.
+ * join them; @seen (2 entries, or NULL) gets where each ran, sched_getcpu()
+ * read just before and just after its function, how often it was preempted
+ * in between and what share of that time it ran. Returns 0 or a negative
+ * errno (a pin the kernel refuses, say a CPU outside the cpuset, is an
+ * error, not an unpinned run).
  */
 int msg_pair_run(bool pin, int cpu0, void *(*a)(void *), int cpu1, void *(*b)(void *),
-                 void *arg);
+                 void *arg, struct msg_cpu seen[2]);
 
 /*
  * DPDK rte_ring SP/SC peer of pc_submit(): one thread on @cpu0 enqueues
  * bursts of 32 message pointers for @duration_s, one on @cpu1 dequeues
- * bursts and runs each. Returns messages per second, or a negative errno
- * (-ENOTSUP when percore-bench was built without DPDK).
+ * bursts and runs each. @seen as for msg_pair_run(). Returns messages per
+ * second, or a negative errno (-ENOTSUP when percore-bench was built
+ * without DPDK).
  */
-double msg_peer_rte_ring(bool pin, int cpu0, int cpu1, double duration_s);
+double msg_peer_rte_ring(bool pin, int cpu0, int cpu1, double duration_s,
+                         struct msg_cpu seen[2]);
+
+/*
+ * DPDK rte_ring round trip, the peer of pc_call(): a request ring and a
+ * reply ring (SP/SC each); the thread on @cpu0 puts one message (fn, arg)
+ * on the request ring and spins on the reply ring, the one on @cpu1 spins
+ * on the request ring, runs fn(arg) into the message's result and puts the
+ * message on the reply ring; one message in flight. @seen as for
+ * msg_pair_run(). Returns ns per round trip, or a negative errno (-ENOTSUP
+ * without DPDK).
+ */
+double msg_peer_rte_ring_rtt(bool pin, int cpu0, int cpu1, double duration_s,
+                             struct msg_cpu seen[2]);
+
+/* The alignment of the peers' shared memory: a page, so that where the
+ * allocator happens to put it (which line of a page, next to what) is the
+ * same in every process. */
+#define MSG_PEER_ALIGN 4096
 
 /*
  * One run of the call case (call_rtt_ns) with @start issuing the round

@@ -379,11 +379,17 @@ static void write_script(struct plot *p, const char *path)
 {
         static struct bench_ratio x[BENCH_MAX_RATIOS];
         static unsigned first[BENCH_MAX_RECORDS];
-        unsigned nx = bench_ratios(p->recs, p->n, x, BENCH_MAX_RATIOS);
+        unsigned nx = bench_ratios(p->recs, p->n, x, BENCH_MAX_RATIOS), kept = 0;
         unsigned ng = grid_groups(p, first), ncells = ng, cols, rows;
         double ratio_px = nx ? PLOT_RATIO_PAD + PLOT_BAR_PX * nx : 0, cell_w;
         bool line = false;
 
+        /* A refused ratio (a floor slower than the side) has no bar. */
+        for (unsigned i = 0; i < nx; i++)
+                if (!x[i].refused)
+                        x[kept++] = x[i];
+        nx = kept;
+        ratio_px = nx ? PLOT_RATIO_PAD + PLOT_BAR_PX * nx : 0;
         for (unsigned i = 0; i < p->n && !line; i++)
                 line = strcmp(p->recs[i].metric, PLOT_LINE_METRIC) == 0;
         ncells += line;

@@ -8,11 +8,19 @@
  *   call    pc_call() round trip, worker 0 -> 1 -> 0, one call in flight
  *           (call_rtt_ns, mean per run; the table shows the median run);
  *           beside it peer:pingpong, two pinned threads bouncing a counter
- *           on one cache line: the hardware's floor for a round trip.
+ *           on one cache line: the hardware's floor for a round trip (a
+ *           floor: a call that measures faster gets no ratio to it), and
+ *           peer:rte_ring_rtt, a request and a reply rte_ring between two
+ *           pinned threads: the best off-the-shelf ring's round trip.
  *   idle-Nw the cost of an idle loop iteration with N workers (2, 8, 32),
  *           thread-per-core only.
  *
- * The percore modes and the peer of a case run in alternated rounds.
+ * The percore modes and the peers of a case run in alternated rounds, all
+ * on the two CPUs a 2-worker runtime places its workers on. Every timed
+ * thread, the workers and the peers' alike, reads sched_getcpu() before
+ * and after its timed part: a run that was not where it was placed is not
+ * used. The suite says which CPUs those are and whether the topology calls
+ * them SMT siblings (table footer, JSON "info").
  *
  * Both sides run the same sink per message. The submit driver keeps at most
  * WINDOW messages in flight (reading the receiver's published count once
@@ -23,21 +31,27 @@
  * most messages would take the overflow path instead.
  */
 #include <errno.h>
+#include <math.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "bench.h"
 #include "msg_peers.h"
 #include "pc_shard.h"
+#include "pc_topo.h"
 
 #define MSG_WORKERS 2
 #define MSG_RING 1024
 #define SUBMIT_BATCH 64
 #define WINDOW (MSG_RING / 2)
 #define RUN_EXTEND_MAX 100
+#define MSG_MAX_RAN 16 /* (case, side) pairs whose CPUs the JSON reports */
+#define MSG_MAX_PEERS 2
 
 void msg_sink_fn(void *arg)
 {
@@ -47,12 +61,21 @@ void msg_sink_fn(void *arg)
                 atomic_store_explicit(&s->pub, s->n, memory_order_relaxed);
 }
 
+static uint64_t thread_cpu_ns(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 /* Both threads wait for a go (1) or a no-go (-1), so a pair whose second
  * thread could not start never leaves the first spinning on its peer. */
 struct pair_arg {
         void *(*fn)(void *);
         void *arg;
         _Atomic int *go;
+        struct msg_cpu *seen;
 };
 
 static void *pair_main(void *arg)
@@ -62,14 +85,34 @@ static void *pair_main(void *arg)
 
         while ((go = atomic_load_explicit(pa->go, memory_order_acquire)) == 0)
                 sched_yield();
-        return go > 0 ? pa->fn(pa->arg) : NULL;
+        if (go < 0)
+                return NULL;
+        uint64_t wall = pc_now_ns(), cpu = thread_cpu_ns();
+
+        pa->seen->before = sched_getcpu();
+        pa->seen->switches = -msg_thread_preemptions();
+        pa->fn(pa->arg);
+        pa->seen->switches += msg_thread_preemptions();
+        pa->seen->after = sched_getcpu();
+        wall = pc_now_ns() - wall;
+        pa->seen->oncpu = wall ? (double)(thread_cpu_ns() - cpu) / (double)wall : NAN;
+        return NULL;
+}
+
+long msg_thread_preemptions(void)
+{
+        struct rusage ru;
+
+        return getrusage(RUSAGE_THREAD, &ru) == 0 ? ru.ru_nivcsw : 0;
 }
 
 int msg_pair_run(bool pin, int cpu0, void *(*a)(void *), int cpu1, void *(*b)(void *),
-                 void *arg)
+                 void *arg, struct msg_cpu seen[2])
 {
         _Atomic int go = 0;
-        struct pair_arg pa[2] = {{a, arg, &go}, {b, arg, &go}};
+        struct msg_cpu own[2];
+        struct msg_cpu *where = seen ? seen : own;
+        struct pair_arg pa[2] = {{a, arg, &go, &where[0]}, {b, arg, &go, &where[1]}};
         int cpus[2] = {cpu0, cpu1};
         pthread_t th[2];
         unsigned started = 0;
@@ -79,13 +122,15 @@ int msg_pair_run(bool pin, int cpu0, void *(*a)(void *), int cpu1, void *(*b)(vo
                 pthread_attr_t attr;
                 cpu_set_t set;
 
+                where[i] = (struct msg_cpu){pin ? cpus[i] : -1, -1, -1, 0, NAN};
                 pthread_attr_init(&attr);
                 if (pin) {
                         CPU_ZERO(&set);
                         CPU_SET(cpus[i], &set);
-                        pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
+                        rc = -pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
                 }
-                rc = -pthread_create(&th[i], &attr, pair_main, &pa[i]);
+                if (rc == 0)
+                        rc = -pthread_create(&th[i], &attr, pair_main, &pa[i]);
                 pthread_attr_destroy(&attr);
                 if (rc == 0)
                         started++;
@@ -97,15 +142,287 @@ int msg_pair_run(bool pin, int cpu0, void *(*a)(void *), int cpu1, void *(*b)(vo
 }
 
 #ifndef PC_BENCH_DPDK
-double msg_peer_rte_ring(bool pin, int cpu0, int cpu1, double duration_s)
+double msg_peer_rte_ring(bool pin, int cpu0, int cpu1, double duration_s,
+                         struct msg_cpu seen[2])
 {
         (void)pin;
         (void)cpu0;
         (void)cpu1;
         (void)duration_s;
+        (void)seen;
         return -ENOTSUP;
 }
+
+double msg_peer_rte_ring_rtt(bool pin, int cpu0, int cpu1, double duration_s,
+                             struct msg_cpu seen[2])
+{
+        return msg_peer_rte_ring(pin, cpu0, cpu1, duration_s, seen);
+}
 #endif
+
+/* ---- where the runs ran -------------------------------------------------- */
+
+/* The two CPUs of the suite, from the topology a 2-worker runtime places
+ * its workers by. */
+struct placement {
+        bool known;     /* found by this suite (not when another suite borrows a case) */
+        int cpu[2];
+        bool pin;
+        bool smt;       /* one core's threads (SMT siblings) */
+        bool same_l3;
+        int node[2];
+        bool hypervisor; /* a virtual machine: the host may place vCPUs anywhere */
+        char source[64];
+};
+
+static struct placement P;
+
+/* One run of a side as the JSON lists it, the warm-up first: its value,
+ * the lower on-CPU share of its two timed threads, and the line round trip
+ * between the two CPUs probed just before and just after it. */
+struct run_note {
+        double value, oncpu, line0, line1;
+};
+
+/* The CPUs each (case, side) ran on in its last run, its runs (warm-ups
+ * included), the runs not used because a thread was elsewhere, and a note
+ * of each run. */
+struct ran {
+        const char *kase;
+        char side[32];
+        int cpu[2];
+        unsigned runs, moved;
+        unsigned preempted; /* runs in which a timed thread was preempted */
+        long switches;      /* and how often, in all */
+        unsigned nnotes;
+        struct run_note notes[BENCH_MAX_RUNS + 1];
+};
+
+static struct ran ran[MSG_MAX_RAN];
+static unsigned nran;
+
+/*
+ * Account a run of @side in @kase that ran where @seen says, with the line
+ * probe @line0 before it and @line1 after: @v when every pinned thread
+ * stayed on its CPU, else BENCH_MOVED after saying where it was. Errors
+ * pass through.
+ */
+static double checked(const char *kase, const char *side, const struct msg_cpu seen[2],
+                      double v, double line0, double line1)
+{
+        struct ran *r = NULL;
+        bool moved = false;
+
+        if (v < 0)
+                return v;
+        for (unsigned i = 0; i < nran && r == NULL; i++)
+                if (strcmp(ran[i].kase, kase) == 0 && strcmp(ran[i].side, side) == 0)
+                        r = &ran[i];
+        if (r == NULL && nran < MSG_MAX_RAN) {
+                r = &ran[nran++];
+                r->kase = kase;
+                snprintf(r->side, sizeof(r->side), "%s", side);
+        }
+        for (unsigned i = 0; i < 2; i++) {
+                if (r)
+                        r->cpu[i] = seen[i].after;
+                if (msg_cpu_moved(&seen[i])) {
+                        moved = true;
+                        bench_progress("msg/%s %s: thread %u, pinned to CPU %d, ran on CPU %d "
+                                       "before and %d after its timed part",
+                                       kase, side, i, seen[i].want, seen[i].before,
+                                       seen[i].after);
+                }
+        }
+        /* The host moved a vCPU during the run when the line round trip
+         * changed that much: the run measured two machines. */
+        if (!bench_cond_match(line0, line1)) {
+                moved = true;
+                bench_progress("msg/%s %s: the line round trip between CPUs %d and %d went "
+                               "from %.0f to %.0f ns during the run (the host moved a vCPU)",
+                               kase, side, P.cpu[0], P.cpu[1], line0, line1);
+        }
+        /* Where the host had the vCPUs, and how much of them this run's
+         * threads had: a side and a peer pair only when both match. Only
+         * for the suite's own cases (P.known), which probe the line. */
+        if (!moved && P.known) {
+                bench_condition(0, isfinite(line0) && isfinite(line1) ? (line0 + line1) / 2
+                                                                      : NAN);
+                bench_condition(1, fmin(seen[0].oncpu, seen[1].oncpu));
+        }
+        if (r && r->nnotes < BENCH_MAX_RUNS + 1)
+                r->notes[r->nnotes++] = (struct run_note){
+                        moved ? NAN : v, fmin(seen[0].oncpu, seen[1].oncpu), line0, line1};
+        if (r) {
+                r->runs++;
+                r->moved += moved;
+                r->preempted += seen[0].switches + seen[1].switches > 0;
+                r->switches += seen[0].switches + seen[1].switches;
+        }
+        return moved ? BENCH_MOVED : v;
+}
+
+static bool cpuinfo_has_flag(const char *flag)
+{
+        char line[4096];
+        size_t n = strlen(flag);
+        bool found = false;
+        FILE *f = fopen("/proc/cpuinfo", "r");
+
+        if (f == NULL)
+                return false;
+        while (!found && fgets(line, sizeof(line), f))
+                if (strncmp(line, "flags", 5) == 0)
+                        for (char *p = strstr(line, flag); p && !found; p = strstr(p + 1, flag))
+                                found = (p[-1] == ' ' || p[-1] == '\t') &&
+                                        (p[n] == ' ' || p[n] == '\n' || p[n] == '\0');
+        fclose(f);
+        return found;
+}
+
+#define PP_STOP UINT64_MAX /* odd, so the answering side looks at it */
+#define PROBE_SAMPLES 16
+#define PROBE_ROUNDS 256
+
+struct pingpong {
+        _Atomic uint64_t v __attribute__((aligned(64)));
+        char pad[56];
+        uint64_t duration_ns;
+        uint64_t t0, t1, rounds;
+        double best; /* the probe's */
+};
+
+static void *pp_answer(void *arg)
+{
+        struct pingpong *p = arg;
+
+        for (;;) {
+                uint64_t v = atomic_load_explicit(&p->v, memory_order_acquire);
+                if (v == PP_STOP)
+                        break;
+                if (v & 1)
+                        atomic_store_explicit(&p->v, v + 1, memory_order_release);
+        }
+        return NULL;
+}
+
+/* The line round trip in PROBE_SAMPLES short samples, the fastest kept:
+ * a sample in which a thread was preempted is slow, not fast. */
+static void *probe_ask(void *arg)
+{
+        struct pingpong *p = arg;
+        uint64_t i = 0;
+
+        p->best = INFINITY;
+        for (unsigned s = 0; s < PROBE_SAMPLES; s++) {
+                uint64_t t0 = pc_now_ns();
+                for (unsigned k = 0; k < PROBE_ROUNDS; k++, i++) {
+                        atomic_store_explicit(&p->v, 2 * i + 1, memory_order_release);
+                        while (atomic_load_explicit(&p->v, memory_order_acquire) != 2 * i + 2)
+                                ;
+                }
+                p->best = fmin(p->best, (double)(pc_now_ns() - t0) / PROBE_ROUNDS);
+        }
+        atomic_store_explicit(&p->v, PP_STOP, memory_order_release);
+        return NULL;
+}
+
+/*
+ * The hardware's line round trip between the suite's two CPUs now, in a
+ * few milliseconds; NAN when it cannot be had. Taken before and after
+ * every run: the guest cannot see where a host runs its vCPUs (one core's
+ * SMT threads, two cores of one L3, two L3s), and the host may change that
+ * at any time, which changes every figure of the suite several times
+ * over. The probe shows which placement a run had, and a run during which
+ * it changed.
+ */
+static double line_probe(void)
+{
+        static struct pingpong p __attribute__((aligned(MSG_PEER_ALIGN)));
+
+        if (!P.known)
+                return NAN;
+        memset(&p, 0, sizeof(p));
+        if (msg_pair_run(P.pin, P.cpu[0], probe_ask, P.cpu[1], pp_answer, &p, NULL))
+                return NAN;
+        return p.best;
+}
+
+static int json_nums(char *buf, size_t len, const char *key, const struct ran *r, size_t off)
+{
+        int n = snprintf(buf, len, ", \"%s\": [", key);
+
+        for (unsigned i = 0; i < r->nnotes && n > 0 && (size_t)n < len; i++) {
+                double v = *(const double *)((const char *)&r->notes[i] + off);
+                n += isfinite(v) ? snprintf(buf + n, len - (size_t)n, "%s%.4g", i ? ", " : "", v)
+                                 : snprintf(buf + n, len - (size_t)n, "%snull", i ? ", " : "");
+        }
+        if (n > 0 && (size_t)n < len)
+                n += snprintf(buf + n, len - (size_t)n, "]");
+        return n;
+}
+
+/* The JSON object and the footer line of where the suite ran. */
+static void placement_info(void)
+{
+        static char json[65536];
+        char text[768];
+        int n;
+
+        n = snprintf(json, sizeof(json),
+                     "{\"cpus\": [%d, %d], \"pinned\": %s, \"smt_siblings\": %s, "
+                     "\"same_l3\": %s, \"nodes\": [%d, %d], \"hypervisor\": %s, "
+                     "\"topology\": \"%s\", \"peer_align\": %d, \"ran_on\": [",
+                     P.cpu[0], P.cpu[1], P.pin ? "true" : "false", P.smt ? "true" : "false",
+                     P.same_l3 ? "true" : "false", P.node[0], P.node[1],
+                     P.hypervisor ? "true" : "false", P.source, MSG_PEER_ALIGN);
+        for (unsigned i = 0; i < nran && n > 0 && (size_t)n < sizeof(json); i++) {
+                n += snprintf(json + n, sizeof(json) - (size_t)n,
+                              "%s{\"case\": \"%s\", \"side\": \"%s\", \"cpus\": [%d, %d], "
+                              "\"runs\": %u, \"moved\": %u, \"preempted_runs\": %u, "
+                              "\"preemptions\": %ld",
+                              i ? ", " : "", ran[i].kase, ran[i].side, ran[i].cpu[0],
+                              ran[i].cpu[1], ran[i].runs, ran[i].moved, ran[i].preempted,
+                              ran[i].switches);
+                static const struct {
+                        const char *key;
+                        size_t off;
+                } arrays[] = {
+                        {"values", offsetof(struct run_note, value)},
+                        {"oncpu", offsetof(struct run_note, oncpu)},
+                        {"line_rtt_ns", offsetof(struct run_note, line0)},
+                        {"line_rtt_after_ns", offsetof(struct run_note, line1)},
+                };
+                for (unsigned a = 0; a < 4 && n > 0 && (size_t)n < sizeof(json); a++)
+                        n += json_nums(json + n, sizeof(json) - (size_t)n, arrays[a].key, &ran[i],
+                                       arrays[a].off);
+                if (n > 0 && (size_t)n < sizeof(json))
+                        n += snprintf(json + n, sizeof(json) - (size_t)n, "}");
+        }
+        if (n > 0 && (size_t)n < sizeof(json))
+                snprintf(json + n, sizeof(json) - (size_t)n, "]}");
+        double lo = INFINITY, hi = -INFINITY;
+        char range[192] = "";
+
+        for (unsigned i = 0; i < nran; i++)
+                for (unsigned k = 0; k < ran[i].nnotes; k++) {
+                        lo = fmin(lo, fmin(ran[i].notes[k].line0, ran[i].notes[k].line1));
+                        hi = fmax(hi, fmax(ran[i].notes[k].line0, ran[i].notes[k].line1));
+                }
+        if (lo <= hi)
+                snprintf(range, sizeof(range),
+                         ";\n  the line round trip between them, probed around each run: "
+                         "%.0f-%.0f ns;\n  rounds pair under probes and CPU shares within "
+                         "%gx", lo, hi, BENCH_COND_MATCH);
+        snprintf(text, sizeof(text), "CPUs %d and %d (%s), %s, %s (topology: %s)%s%s",
+                 P.cpu[0], P.cpu[1], P.pin ? "pinned" : "not pinned",
+                 P.smt ? "SMT siblings of one core" : "not SMT siblings",
+                 P.same_l3 ? "one L3" : "different L3s", P.source, range,
+                 P.hypervisor ? ";\n  a virtual machine: its host may still run these vCPUs "
+                                "on one core's\n  SMT threads, or elsewhere"
+                              : "");
+        bench_info("msg", json, text);
+}
 
 /* ---- percore runs -------------------------------------------------------- */
 
@@ -121,6 +438,12 @@ struct msg_ctx {
         /* call case: on the caller's worker (worker 0, or the one an
          * elastic fiber moved to), read there by the stop timer */
         _Atomic uint64_t rounds;
+        /* Where each worker ran, read on it before the clock starts and
+         * after it stops; the main thread reads them once the run is over. */
+        struct msg_cpu cpu[MSG_WORKERS];
+        uint64_t wall0[MSG_WORKERS], cpu0[MSG_WORKERS];
+        int mark_rc;
+        pc_task_fn timed; /* the case's timed part, on worker 0 */
         struct msg_sink sink; /* worker 1 */
 };
 
@@ -175,10 +498,55 @@ static void call_first(void *arg)
         pc_call(1, msg_echo, NULL, call_back, NULL);
 }
 
+static void mark_before(void *arg)
+{
+        (void)arg;
+        int w = pc_worker_id();
+
+        C.cpu[w].before = sched_getcpu();
+        C.cpu[w].switches = -msg_thread_preemptions();
+        C.wall0[w] = pc_now_ns();
+        C.cpu0[w] = thread_cpu_ns();
+}
+
+static void mark_after(void *arg)
+{
+        (void)arg;
+        int w = pc_worker_id();
+        uint64_t wall = pc_now_ns() - C.wall0[w];
+
+        C.cpu[w].after = sched_getcpu();
+        C.cpu[w].switches += msg_thread_preemptions();
+        C.cpu[w].oncpu = wall ? (double)(thread_cpu_ns() - C.cpu0[w]) / (double)wall : NAN;
+}
+
+static void stop_now(void *arg)
+{
+        (void)arg;
+        pc_runtime_stop(C.rt);
+}
+
+/* Every worker said where it is: the clock starts. */
+static void timed_start(void *arg)
+{
+        (void)arg;
+        C.timed(NULL);
+}
+
+/* The case's main: where the workers are first, then the timed part. */
+static void case_main(void *arg)
+{
+        (void)arg;
+        C.mark_rc = pc_for_each_worker(mark_before, NULL, timed_start, NULL);
+        if (C.mark_rc)
+                pc_runtime_stop(C.rt);
+}
+
 /* End the run with @done counted, or, where a loaded machine let none
  * finish in its time (a warm-up has a quarter of it), run on another such
  * period, at most RUN_EXTEND_MAX times: the rate stays what was done over
- * the time it took. */
+ * the time it took. Then every worker says where it is, and the runtime
+ * stops; what runs meanwhile is not counted. */
 static void end_run(struct pc_timer *t, uint64_t done)
 {
         if (done == 0 && C.extended++ < RUN_EXTEND_MAX &&
@@ -186,7 +554,9 @@ static void end_run(struct pc_timer *t, uint64_t done)
                 return;
         C.t1 = pc_now_ns();
         C.done_at_stop = done;
-        pc_runtime_stop(C.rt);
+        C.mark_rc = pc_for_each_worker(mark_after, NULL, stop_now, NULL);
+        if (C.mark_rc)
+                pc_runtime_stop(C.rt);
 }
 
 static void stop_submit(struct pc_timer *t, void *arg)
@@ -245,39 +615,51 @@ static int msg_runtime(const struct bench_opts *o, enum pc_mode mode, struct pc_
 }
 
 static double run_case(const struct bench_opts *o, enum pc_mode mode, unsigned *workers,
-                       pc_task_fn main_fn)
+                       const char *kase, pc_task_fn main_fn)
 {
+        double v, line0 = line_probe(), line1;
+        bool pin;
         int rc;
 
         memset(&C, 0, sizeof(C));
         rc = msg_runtime(o, mode, &C.rt);
         if (rc)
                 return rc;
+        pin = pc_runtime_config(C.rt)->pin;
+        for (unsigned w = 0; w < MSG_WORKERS; w++)
+                C.cpu[w] = (struct msg_cpu){pin ? pc_runtime_worker_cpu(C.rt, w) : -1, -1, -1, 0,
+                                            NAN};
         C.duration_ns = (uint64_t)(o->duration * 1e9);
+        C.timed = main_fn;
         *workers = MSG_WORKERS;
-        rc = pc_runtime_run(C.rt, main_fn, NULL);
+        rc = pc_runtime_run(C.rt, case_main, NULL);
         pc_runtime_destroy(C.rt);
+        line1 = line_probe();
+        if (rc == 0)
+                rc = C.mark_rc;
         if (rc)
                 return rc;
         if (C.done_at_stop == 0 || C.t1 <= C.t0)
                 return -EIO;
         if (main_fn == submit_main)
-                return (double)C.done_at_stop / ((double)(C.t1 - C.t0) / 1e9);
-        return (double)(C.t1 - C.t0) / (double)C.done_at_stop;
+                v = (double)C.done_at_stop / ((double)(C.t1 - C.t0) / 1e9);
+        else
+                v = (double)(C.t1 - C.t0) / (double)C.done_at_stop;
+        return checked(kase, pc_mode_name(mode), C.cpu, v, line0, line1);
 }
 
 static double submit_run(const struct bench_opts *o, enum pc_mode mode, unsigned *workers,
                          void *ctx)
 {
         (void)ctx;
-        return run_case(o, mode, workers, submit_main);
+        return run_case(o, mode, workers, "submit", submit_main);
 }
 
 double msg_call_rtt(const struct bench_opts *o, enum pc_mode mode, unsigned *workers,
                     pc_task_fn start)
 {
         call_start = start;
-        return run_case(o, mode, workers, call_main);
+        return run_case(o, mode, workers, "call", call_main);
 }
 
 double msg_call_run(const struct bench_opts *o, enum pc_mode mode, unsigned *workers,
@@ -290,17 +672,40 @@ double msg_call_run(const struct bench_opts *o, enum pc_mode mode, unsigned *wor
 /* ---- peers --------------------------------------------------------------- */
 
 /* The CPUs (and pinning) a 2-worker runtime would use, so peers run on
- * the same two CPUs as the workers they stand beside. */
-static int peer_cpus(const struct bench_opts *o, int cpus[2], bool *pin)
+ * the same two CPUs as the workers they stand beside, and what the
+ * topology says of them. */
+static int find_placement(const struct bench_opts *o, struct placement *pl)
 {
+        const struct pc_topo *t;
         struct pc_runtime *rt;
         int rc = msg_runtime(o, PC_MODE_TPC, &rt);
 
         if (rc)
                 return rc;
-        cpus[0] = pc_runtime_worker_cpu(rt, 0);
-        cpus[1] = pc_runtime_worker_cpu(rt, 1);
-        *pin = pc_runtime_config(rt)->pin;
+        memset(pl, 0, sizeof(*pl));
+        t = pc_runtime_topo(rt);
+        for (unsigned i = 0; i < 2; i++) {
+                pl->cpu[i] = pc_runtime_worker_cpu(rt, i);
+                pl->known = true;
+                pl->node[i] = pc_runtime_worker_node(rt, i);
+        }
+        pl->pin = pc_runtime_config(rt)->pin;
+        if (t && pl->cpu[0] >= 0 && pl->cpu[1] >= 0 && (unsigned)pl->cpu[0] < t->ncpus &&
+            (unsigned)pl->cpu[1] < t->ncpus) {
+                const struct pc_topo_cpu *a = &t->cpu[pl->cpu[0]], *b = &t->cpu[pl->cpu[1]];
+
+                pl->smt = pl->cpu[0] != pl->cpu[1] && a->core == b->core;
+                pl->same_l3 = a->l3 >= 0 && a->l3 == b->l3;
+                snprintf(pl->source, sizeof(pl->source), "%.63s", t->source);
+                /* The source is a path a reader wrote; the JSON writer does
+                 * not escape this one. */
+                for (char *c = pl->source; *c; c++)
+                        if (*c == '"' || *c == '\\' || (unsigned char)*c < 0x20)
+                                *c = '?';
+        } else {
+                snprintf(pl->source, sizeof(pl->source), "unknown");
+        }
+        pl->hypervisor = cpuinfo_has_flag("hypervisor");
         pc_runtime_destroy(rt);
         return 0;
 }
@@ -308,31 +713,33 @@ static int peer_cpus(const struct bench_opts *o, int cpus[2], bool *pin)
 static double rte_ring_run(const struct bench_opts *o, enum pc_mode mode, unsigned *workers,
                            void *ctx)
 {
-        int cpus[2];
-        bool pin;
-        int rc = peer_cpus(o, cpus, &pin);
-
-        double v;
+        struct msg_cpu seen[2];
+        double v, line0 = line_probe();
 
         (void)mode;
         (void)ctx;
-        if (rc)
-                return rc;
         *workers = MSG_WORKERS;
-        v = msg_peer_rte_ring(pin, cpus[0], cpus[1], o->duration);
+        v = msg_peer_rte_ring(P.pin, P.cpu[0], P.cpu[1], o->duration, seen);
         if (v == -ENOTSUP)
                 bench_progress("msg/submit: peer:rte_ring not built (no DPDK)");
-        return v;
+        return checked("submit", "peer:rte_ring", seen, v, line0, line_probe());
 }
 
-#define PP_STOP UINT64_MAX /* odd, so the answering side looks at it */
+static double rte_ring_rtt_run(const struct bench_opts *o, enum pc_mode mode,
+                               unsigned *workers, void *ctx)
+{
+        struct msg_cpu seen[2];
+        double v, line0 = line_probe();
 
-struct pingpong {
-        _Atomic uint64_t v __attribute__((aligned(64)));
-        char pad[56];
-        uint64_t duration_ns;
-        uint64_t t0, t1, rounds;
-};
+        (void)mode;
+        (void)ctx;
+        *workers = MSG_WORKERS;
+        v = msg_peer_rte_ring_rtt(P.pin, P.cpu[0], P.cpu[1], o->duration, seen);
+        if (v == -ENOTSUP)
+                bench_progress("msg/call: peer:rte_ring_rtt not built (no DPDK)");
+        return checked("call", "peer:rte_ring_rtt", seen, v, line0, line_probe());
+}
+
 
 /* Writes odd values and waits for the even answer. */
 static void *pp_ask(void *arg)
@@ -355,39 +762,25 @@ static void *pp_ask(void *arg)
         return NULL;
 }
 
-static void *pp_answer(void *arg)
-{
-        struct pingpong *p = arg;
-
-        for (;;) {
-                uint64_t v = atomic_load_explicit(&p->v, memory_order_acquire);
-                if (v == PP_STOP)
-                        break;
-                if (v & 1)
-                        atomic_store_explicit(&p->v, v + 1, memory_order_release);
-        }
-        return NULL;
-}
-
 static double cacheline_run(const struct bench_opts *o, enum pc_mode mode, unsigned *workers,
                             void *ctx)
 {
-        static struct pingpong p;
-        int cpus[2];
-        bool pin;
-        int rc = peer_cpus(o, cpus, &pin);
+        /* Page-aligned like the other peers' memory. */
+        static struct pingpong p __attribute__((aligned(MSG_PEER_ALIGN)));
+        struct msg_cpu seen[2];
+        double line0 = line_probe();
+        int rc;
 
         (void)mode;
         (void)ctx;
-        if (rc)
-                return rc;
         memset(&p, 0, sizeof(p));
         p.duration_ns = (uint64_t)(o->duration * 1e9);
         *workers = MSG_WORKERS;
-        rc = msg_pair_run(pin, cpus[0], pp_ask, cpus[1], pp_answer, &p);
+        rc = msg_pair_run(P.pin, P.cpu[0], pp_ask, P.cpu[1], pp_answer, &p, seen);
         if (rc)
                 return rc;
-        return (double)(p.t1 - p.t0) / (double)p.rounds;
+        return checked("call", "peer:pingpong", seen, (double)(p.t1 - p.t0) / (double)p.rounds,
+                       line0, line_probe());
 }
 
 /* ---- idle iteration cost against worker count ---------------------------- */
@@ -407,14 +800,6 @@ struct idle_ctx {
 };
 
 static struct idle_ctx I;
-
-static uint64_t thread_cpu_ns(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static uint64_t my_iterations(void)
 {
@@ -500,20 +885,33 @@ static double idle_run(const struct bench_opts *o, enum pc_mode mode, unsigned *
         return sum / n;
 }
 
-/* One case: the percore modes that run two workers, then @peer. */
+/* A peer of a case; a floor bounds what percore can reach. */
+struct msg_peer {
+        const char *name;
+        bench_run_fn fn;
+        bool floor;
+};
+
+/* One case: the percore modes that run two workers, then @np peers. */
 static int msg_case(const struct bench_opts *o, const char *kase, const char *metric,
                     const char *unit, bool lower_is_better, bench_run_fn fn,
-                    const char *peer, bench_run_fn peer_fn)
+                    const struct msg_peer *peers, unsigned np)
 {
         struct bench_side sides[BENCH_MAX_SIDES];
         unsigned n = 0;
+        int rc;
 
         for (unsigned m = 0; m < o->nmodes; m++)
                 if (o->modes[m] != PC_MODE_DETERMINISTIC)
                         sides[n++] = (struct bench_side){pc_mode_name(o->modes[m]),
                                                          o->modes[m], fn, NULL};
-        sides[n++] = (struct bench_side){peer, PC_MODE_TPC, peer_fn, NULL};
-        return bench_compare(o, "msg", kase, metric, unit, lower_is_better, sides, n);
+        for (unsigned p = 0; p < np; p++)
+                sides[n++] = (struct bench_side){peers[p].name, PC_MODE_TPC, peers[p].fn, NULL};
+        rc = bench_compare(o, "msg", kase, metric, unit, lower_is_better, sides, n);
+        for (unsigned p = 0; p < np && rc == 0; p++)
+                if (peers[p].floor)
+                        bench_set_floor("msg", kase, peers[p].name);
+        return rc;
 }
 
 int suite_msg(const struct bench_opts *o)
@@ -528,11 +926,29 @@ int suite_msg(const struct bench_opts *o)
                 bench_progress("msg: skipped in deterministic mode (one worker)");
                 return 0;
         }
-        rc = msg_case(o, "submit", "msgs_per_sec", "msgs/s", false, submit_run,
-                      "peer:rte_ring", rte_ring_run);
+        static const struct msg_peer submit_peers[] = {
+                {"peer:rte_ring", rte_ring_run, false},
+        };
+        /* A call can beat the ring pair (one line each way against a slot
+         * and a tail each way), never the bounced line. */
+        static const struct msg_peer call_peers[MSG_MAX_PEERS] = {
+                {"peer:pingpong", cacheline_run, true},
+                {"peer:rte_ring_rtt", rte_ring_rtt_run, false},
+        };
+
+        rc = find_placement(o, &P);
+        if (rc)
+                return rc;
+        nran = 0;
+        rc = msg_case(o, "submit", "msgs_per_sec", "msgs/s", false, submit_run, submit_peers,
+                      1);
         if (rc == 0)
-                rc = msg_case(o, "call", "call_rtt_ns", "ns", true, msg_call_run,
-                              "peer:pingpong", cacheline_run);
+                rc = msg_case(o, "call", "call_rtt_ns", "ns", true, msg_call_run, call_peers,
+                              MSG_MAX_PEERS);
+        placement_info();
+        /* The fiber suite borrows the call case: it runs without probes
+         * or conditions, its sides paired as any suite's. */
+        P.known = false;
         for (unsigned i = 0; i < 3 && rc == 0; i++) {
                 const struct bench_side idle = {"tpc", PC_MODE_TPC, idle_run, &counts[i]};
 
