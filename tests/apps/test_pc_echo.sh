@@ -16,13 +16,17 @@ done
 # A port per run from a range, so parallel runs rarely meet. Each style:
 # callbacks, then --fibers (a fiber per connection, same bytes, same flags).
 out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+pid=
+# The server runs until told: a failed client must not leave it behind.
+trap '[ -z "$pid" ] || kill "$pid" 2>/dev/null; rm -f "$out"' EXIT
 for style in "" "--fibers"; do
 port=$((20000 + RANDOM % 20000))
 # shellcheck disable=SC2086
-PERCORE_PIN=0 "$bin" -p "$port" -U "$port" -t 2 --duration 3 $style >"$out" 2>&1 &
+# Until SIGTERM (not --duration): a loaded machine may start the client late.
+PERCORE_PIN=0 "$bin" -p "$port" -U "$port" -t 2 $style >"$out" 2>&1 &
 pid=$!
-for _ in $(seq 100); do grep -q "tcp=$port" "$out" && break; sleep 0.05; done
+for _ in $(seq 600); do grep -q "tcp=$port" "$out" && break; sleep 0.05; done
+grep -q "tcp=$port" "$out" || { kill "$pid"; cat "$out"; fail "pc-echo $style did not listen"; }
 python3 - "$port" <<'PY'
 import socket, sys
 port = int(sys.argv[1])
@@ -43,7 +47,9 @@ for i in range(10):
     u.sendto(b"hello %d" % i, ("127.0.0.1", port))
     assert u.recvfrom(100)[0] == b"hello %d" % i, "udp echo differs"
 PY
+kill -TERM "$pid"
 wait "$pid" || fail "pc-echo $style exited $?"
+pid=
 grep -q "total accepted=1 refused=0 closed=1 resets=0 bytes_in=102400 bytes_out=102400" "$out" \
         || { cat "$out"; fail "counters $style"; }
 grep -q "udp_rx=10 udp_tx=10" "$out" || { cat "$out"; fail "udp counters $style"; }
