@@ -20,7 +20,8 @@
 #define PC_TXD_DEFAULT 512
 #define PC_BURST_MAX 256
 #define PC_MBUF_CACHE 256
-#define PC_ARP_SLOTS 16 /* per worker and port, direct-mapped */
+#define PC_ARP_SLOTS 256 /* per port, shared by its workers (arp.c) */
+#define PC_ARP_PROBE 8   /* slots a lookup or a learn probes */
 
 /* Counters of one queue: written by its worker only (relaxed load+store),
  * read by anyone. */
@@ -29,10 +30,14 @@ struct pc_qstats {
         _Atomic uint64_t reason[PC_PKT_NR];
 };
 
-struct pc_arp_entry {
-        uint32_t addr; /* 0 = empty */
-        uint8_t mac[6];
+/* One entry of a port's shared ARP table (arp.c): @seq odd while a
+ * writer holds it; @mac packed, bit 63 set; @addr 0 = empty. */
+struct pc_arp_slot {
+        _Atomic uint32_t seq;
+        _Atomic uint32_t addr;
+        _Atomic uint64_t mac;
 };
+_Static_assert(sizeof(struct pc_arp_slot) == 16, "four ARP slots per cache line");
 
 /* Queue i of a port: worker i's, and nobody else's. */
 struct pc_port_q {
@@ -42,7 +47,6 @@ struct pc_port_q {
         bool poller_registered;
         struct rte_mbuf **tx; /* [burst] */
         struct rte_mempool *pool; /* its worker's socket's */
-        struct pc_arp_entry arp[PC_ARP_SLOTS];
         struct pc_qstats st;
 } PC_ALIGNED;
 
@@ -65,6 +69,8 @@ struct pc_port {
         struct pc_udp_bind binds[PC_UDP_MAX_BINDS];
         unsigned nbinds;
         struct pc_port_q *q; /* [nq], one per worker */
+        /* Shared by the workers, written on ARP frames only. */
+        struct pc_arp_slot arp[PC_ARP_SLOTS] PC_ALIGNED;
 };
 
 struct pc_dpdk {
@@ -97,6 +103,11 @@ static inline void pc__qcount(_Atomic uint64_t *c, uint64_t n)
                               memory_order_relaxed);
 }
 void pc__port_drop(struct pc_port_q *q, struct rte_mbuf *m, enum pc_pkt_err why);
+
+/* arp.c: the port's ARP table, shared by its workers. Any thread. */
+bool pc__arp_lookup(const struct pc_port *p, uint32_t addr, uint8_t *mac);
+/* Learn @addr at @mac: update an entry we hold; add one only if @create. */
+void pc__arp_learn(struct pc_port *p, uint32_t addr, const uint8_t *mac, bool create);
 
 /* telemetry.c */
 void pc__telemetry_register(struct pc_runtime *rt);

@@ -171,8 +171,8 @@ int pc_udp_bind(struct pc_port *p, uint16_t udp_port, pc_udp_fn fn, void *arg);
 
 /**
  * Send @len bytes from UDP port @sport of @p's address to @to (its MAC as
- * given, else from the worker's ARP cache; a miss sends an ARP request and
- * fails with -EHOSTUNREACH: retry later). The UDP checksum is computed.
+ * given, else from the port's ARP table, which every worker shares; a
+ * miss sends an ARP request and fails with -EHOSTUNREACH: retry later). The UDP checksum is computed.
  * Errors: -EPERM off-worker, -EINVAL, -EMSGSIZE (over one frame),
  * -ENOBUFS (pool empty), -EHOSTUNREACH. Worker only.
  */

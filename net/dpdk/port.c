@@ -252,9 +252,11 @@ int pc_port_open(struct pc_runtime *rt, const char *name_or_id, const struct pc_
                 return -EINVAL;
         }
 
-        p = calloc(1, sizeof(*p));
+        /* Aligned: the shared ARP table starts on a cache line of its own. */
+        p = aligned_alloc(PC_CACHE_LINE, sizeof(*p));
         if (p == NULL)
                 return -ENOMEM;
+        memset(p, 0, sizeof(*p));
         p->rt = rt;
         p->port_id = pid;
         p->nq = rt->nworkers;
