@@ -23,12 +23,35 @@
 #define PC_ARP_SLOTS 256 /* per port, shared by its workers (arp.c) */
 #define PC_ARP_PROBE 8   /* slots a lookup or a learn probes */
 
+/* TCP over the port (tcp.c). */
+#define PC_TCP_MAX_LISTEN 8       /* listeners per port */
+#define PC_TCP_HOLD 16            /* frames a queue holds for an ARP answer */
+#define PC_TCP_HOLD_NS 1000000000ull /* and for at most this long */
+#define PC_TCP_ARP_RETRY_NS 100000000ull /* one request per address per 100 ms */
+#define PC_TCP_EPH_LO 49152       /* ephemeral ports: 49152..65535 */
+#define PC_TCP_EPH_N 16384
+#define PC_RETA_MAX 512           /* RSS redirection table entries kept */
+
 /* Counters of one queue: written by its worker only (relaxed load+store),
  * read by anyone. */
 struct pc_qstats {
         _Atomic uint64_t rx, tx, drops, errors, malformed;
         _Atomic uint64_t reason[PC_PKT_NR];
+        _Atomic uint64_t tcp_handoffs; /* segments handed to their owner worker */
+        _Atomic uint64_t arp_held;     /* TCP frames held for an ARP answer */
+        _Atomic uint64_t arp_drops;    /* held frames dropped: full hold, no answer */
 };
+
+/* A TCP frame waiting for its next hop's MAC. */
+struct pc_tcp_held {
+        struct rte_mbuf *m;
+        uint32_t addr;
+        uint64_t since;
+};
+
+struct pc_tcpe;
+struct pc__dconn;
+struct pc__dlistener;
 
 /* One entry of a port's shared ARP table (arp.c): @seq odd while a
  * writer holds it; @mac packed, bit 63 set; @addr 0 = empty. */
@@ -48,6 +71,15 @@ struct pc_port_q {
         struct rte_mbuf **tx; /* [burst] */
         struct rte_mempool *pool; /* its worker's socket's */
         struct pc_qstats st;
+        /* TCP: this queue's engine (NULL on a port with its own RX
+         * handler), its connections, frames waiting for ARP. */
+        struct pc_tcpe *tcpe;
+        struct pc__dconn *conns;
+        uint16_t next_lport;
+        unsigned nhold;
+        struct pc_tcp_held hold[PC_TCP_HOLD];
+        uint32_t arp_asked;
+        uint64_t arp_asked_at;
 } PC_ALIGNED;
 
 struct pc_udp_bind {
@@ -69,6 +101,14 @@ struct pc_port {
         struct pc_udp_bind binds[PC_UDP_MAX_BINDS];
         unsigned nbinds;
         struct pc_port_q *q; /* [nq], one per worker */
+        /* TCP: listeners (fixed before the run), and how the device
+         * steers flows: with @steer, RSS over @rss_key and @reta. */
+        struct pc__dlistener *tl[PC_TCP_MAX_LISTEN];
+        unsigned ntl;
+        bool steer;
+        uint8_t rss_key[64];
+        uint16_t reta_size;
+        uint16_t reta[PC_RETA_MAX];
         /* Shared by the workers, written on ARP frames only. */
         struct pc_arp_slot arp[PC_ARP_SLOTS] PC_ALIGNED;
 };
@@ -108,6 +148,17 @@ void pc__port_drop(struct pc_port_q *q, struct rte_mbuf *m, enum pc_pkt_err why)
 bool pc__arp_lookup(const struct pc_port *p, uint32_t addr, uint8_t *mac);
 /* Learn @addr at @mac: update an entry we hold; add one only if @create. */
 void pc__arp_learn(struct pc_port *p, uint32_t addr, const uint8_t *mac, bool create);
+
+/* tcp.c */
+struct pc_pkt;
+int pc__tcp_port_init(struct pc_port *p, const struct pc_tcpe_config *cfg,
+                      const struct rte_eth_dev_info *info, bool rss);
+void pc__tcp_port_free(struct pc_port *p);
+/* A TCP segment to us from the stack's RX (takes @m). */
+void pc__tcp_rx(struct pc_port *p, struct pc_port_q *q, struct rte_mbuf *m,
+                const struct pc_pkt *pk);
+/* Once per RX pass: flush, timers, held frames. Returns work done. */
+unsigned pc__tcp_poll(struct pc_port_q *q);
 
 /* telemetry.c */
 void pc__telemetry_register(struct pc_runtime *rt);

@@ -2,7 +2,7 @@
 /*
  * percore on DPDK: ports with one RX and one TX queue per worker, an RX
  * poller per (port, worker), buffered TX, per-queue counters, and a small
- * IPv4/UDP service API on top (ARP, ICMP echo, UDP).
+ * IPv4 stack on top (ARP, ICMP echo, UDP, and TCP through pc_net.h).
  *
  * DPDK is used when the runtime is created with PERCORE_EAL_ARGS (or
  * cfg.eal_args) set to a non-empty string: pc_runtime_create() then starts
@@ -25,6 +25,7 @@
 #include "percore.h"
 #include "pc_net.h"
 #include "pc_proto.h"
+#include "pc_tcp.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -57,6 +58,10 @@ struct pc_port_opts {
         pc_rx_fn rx;      /**< RX handler; NULL = the IPv4 stack (ARP, ICMP, UDP) */
         void *rx_arg;
         bool promiscuous; /**< enable promiscuous mode */
+        /** TCP engine settings of every queue (NULL: pc_tcp.h's defaults;
+         * an all-zero secret: one random secret for the port). Only with
+         * the stack (rx NULL). */
+        const struct pc_tcpe_config *tcp;
 };
 
 /**
@@ -179,9 +184,26 @@ int pc_udp_bind(struct pc_port *p, uint16_t udp_port, pc_udp_fn fn, void *arg);
 int pc_udp_send(struct pc_port *p, const struct pc_udp_peer *to, uint16_t sport,
                 const void *data, size_t len);
 
+/* TCP on a port (pc_tcp_listen_dpdk(), pc_tcp_connect_dpdk() and the
+ * pc_conn_* calls) is in pc_net.h, shared with the kernel backend. */
+
+/**
+ * The TCP engines' counters (pc_tcp.h) of queue @queue of @p, or of every
+ * queue together when @queue is -1, plus in @handoffs the segments that
+ * reached a worker other than their connection's and were handed over,
+ * in @arp_held the frames that waited for an ARP answer and in @arp_drops
+ * those dropped for want of one (each may be NULL).
+ * Errors: -EINVAL, -ENOTSUP (@p has its own RX handler: no TCP).
+ * Any thread while the runtime is not running (the engines' counters are
+ * their workers' own); while it runs, the worker of @queue for its queue.
+ */
+int pc_port_tcp_stats(const struct pc_port *p, int queue, struct pc_tcpe_stats *out,
+                      uint64_t *handoffs, uint64_t *arp_held, uint64_t *arp_drops);
+
 /**
  * The IPv4 stack as an RX handler (what a NULL opts.rx installs): handles
- * ARP, ICMP echo and bound UDP ports, drops and counts everything else.
+ * ARP, ICMP echo, bound UDP ports and TCP, drops and counts everything
+ * else.
  */
 void pc_stack_rx(struct pc_port *p, struct rte_mbuf **pkts, uint16_t n, void *arg);
 

@@ -88,11 +88,13 @@ static unsigned rx_poll(void *arg)
         if (unlikely(atomic_load_explicit(&p->rt->stop_req, memory_order_relaxed)))
                 return 0;
         n = rte_eth_rx_burst(p->port_id, q->qid, pkts, p->burst);
-        if (n == 0)
-                return 0;
-        pc__qcount(&q->st.rx, n);
-        p->rx(p, pkts, n, p->rx_arg);
-        return n;
+        if (n) {
+                pc__qcount(&q->st.rx, n);
+                p->rx(p, pkts, n, p->rx_arg);
+        }
+        /* TCP's flush and timers, after the burst and before the TX flush
+         * poller (tcp.c). */
+        return n + pc__tcp_poll(q);
 }
 
 /* A NIC queue cannot wake a parked worker: a worker that owns one polls. */
@@ -162,6 +164,7 @@ static void free_port(struct pc_port *p)
 {
         if (p == NULL)
                 return;
+        pc__tcp_port_free(p);
         for (unsigned i = 0; p->q && i < p->nq; i++) {
                 if (p->q[i].ntx)
                         rte_pktmbuf_free_bulk(p->q[i].tx, p->q[i].ntx);
@@ -317,6 +320,14 @@ int pc_port_open(struct pc_runtime *rt, const char *name_or_id, const struct pc_
                 rte_eth_macaddr_get(pid, &mac);
                 memcpy(p->mac, mac.addr_bytes, 6);
         }
+        if (p->rx == pc_stack_rx) {
+                rc = pc__tcp_port_init(p, opts->tcp, &info, rss != 0);
+                if (rc) {
+                        pc_log(PC_LOG_ERROR, "port %s: TCP engines: %s", p->name,
+                               pc_strerror(rc));
+                        goto fail;
+                }
+        }
         if (opts->promiscuous)
                 rte_eth_promiscuous_enable(pid);
         rc = rte_eth_dev_start(pid);
@@ -334,8 +345,13 @@ int pc_port_open(struct pc_runtime *rt, const char *name_or_id, const struct pc_
                 d->hooked = true;
         }
         d->ports[d->nports++] = p;
-        pc_log(PC_LOG_INFO, "port %u (%s): %u RX/TX queues, %u/%u descriptors, burst %u, RSS %s",
-               pid, p->name, p->nq, rxd, txd, p->burst, rss ? "symmetric" : "off");
+        pc_log(PC_LOG_INFO,
+               "port %u (%s): %u RX/TX queues, %u/%u descriptors, burst %u, RSS %s%s", pid,
+               p->name, p->nq, rxd, txd, p->burst, rss ? "symmetric" : "off",
+               p->q[0].tcpe == NULL ? ""
+               : p->steer       ? ", TCP steered by RSS"
+               : p->nq > 1      ? ", TCP handed to owners"
+                                : ", TCP");
         *out = p;
         return 0;
 fail:

@@ -3,9 +3,9 @@
  * The IPv4 stack over a port: answers ARP requests for the port's address
  * and learns senders into the port's ARP table, which all its workers
  * share (arp.c), answers ICMP echo
- * requests in place (the request's mbuf becomes the reply), and delivers
+ * requests in place (the request's mbuf becomes the reply), delivers
  * UDP datagrams to the bound port's callback on the worker whose RX queue
- * received them. Anything else is dropped and counted by reason.
+ * received them, and TCP segments to that worker's TCP engine (tcp.c). Anything else is dropped and counted by reason.
  */
 #include <errno.h>
 #include <string.h>
@@ -93,6 +93,11 @@ void pc_stack_rx(struct pc_port *p, struct rte_mbuf **pkts, uint16_t n, void *ar
                 }
                 if (pk.ip_proto == PC_IPPROTO_UDP) {
                         handle_udp(p, q, m, &pk);
+                } else if (pk.ip_proto == PC_IPPROTO_TCP) {
+                        if (pk.ip_dst == p->ipv4)
+                                pc__tcp_rx(p, q, m, &pk);
+                        else
+                                pc__port_drop(q, m, PC_PKT_NOT_OURS);
                 } else if (pk.icmp_type == PC_ICMP_ECHO_REQUEST && pk.ip_dst == p->ipv4) {
                         size_t len = pc_icmp_echo_reply(rte_pktmbuf_mtod(m, uint8_t *), &pk);
                         m->data_len = (uint16_t)len;

@@ -318,7 +318,13 @@ static void make_cases(void)
         b->f[PC_ETH_HLEN + 8] = 0;
         fix_ip(b->f);
         b = add(PC_PKT_IP_PROTO);
-        b->f[PC_ETH_HLEN + 9] = 6;
+        b->f[PC_ETH_HLEN + 9] = 47; /* GRE */
+        fix_ip(b->f);
+        /* TCP goes to the worker's engine, which finds 12 bytes too short
+         * for a TCP header; a well-formed segment to a closed port is
+         * answered with a reset (which loops back: not ours). */
+        b = add(PC_PKT_TCP_BAD);
+        b->f[PC_ETH_HLEN + 9] = PC_IPPROTO_TCP;
         fix_ip(b->f);
         b = add(PC_PKT_ETHERTYPE);
         b->f[12] = 0x86, b->f[13] = 0xdd;
