@@ -59,8 +59,11 @@ struct pc_port_opts {
         void *rx_arg;
         bool promiscuous; /**< enable promiscuous mode */
         /** TCP engine settings of every queue (NULL: pc_tcp.h's defaults;
-         * an all-zero secret: one random secret for the port). Only with
-         * the stack (rx NULL). */
+         * an all-zero secret: one random secret for the port). A port
+         * served by the stack (rx NULL) always has TCP; one with an rx of
+         * its own has it only when this is set, for a handler that passes
+         * what it does not take on to pc_stack_rx() (a filter in front of
+         * the stack). */
         const struct pc_tcpe_config *tcp;
 };
 

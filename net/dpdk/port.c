@@ -320,7 +320,7 @@ int pc_port_open(struct pc_runtime *rt, const char *name_or_id, const struct pc_
                 rte_eth_macaddr_get(pid, &mac);
                 memcpy(p->mac, mac.addr_bytes, 6);
         }
-        if (p->rx == pc_stack_rx) {
+        if (p->rx == pc_stack_rx || opts->tcp) {
                 rc = pc__tcp_port_init(p, opts->tcp, &info, rss != 0);
                 if (rc) {
                         pc_log(PC_LOG_ERROR, "port %s: TCP engines: %s", p->name,
