@@ -74,7 +74,10 @@ struct pc_port_opts {
  * with the hash types masked to what the device offers (none: no RSS), an
  * mbuf pool per socket (one SOCKET_ID_ANY pool without hugepages), and
  * start it. Each worker starts polling it when pc_runtime_run() starts.
- * The port is stopped and closed by pc_runtime_destroy().
+ * The port is stopped and closed by pc_runtime_destroy(). A port with TCP
+ * and several queues but no RSS hands segments between workers
+ * (pc_net.h's TCP, net/dpdk/tcp.c): it sets up the shard layer with the
+ * defaults unless pc_shard_init() was called before.
  *
  * Errors: -EINVAL (bad argument, runtime not on DPDK, too few queues on
  * the device: message logged), -ENODEV (no such port), -ENOSPC (too many

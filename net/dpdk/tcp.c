@@ -13,17 +13,21 @@
  * in step with it.
  *
  * Which worker owns a segment's connection:
- *   - a passive connection lives where its SYN arrived; a device that
- *     spreads flows over queues does it by a hash of the flow (RSS with
- *     the symmetric key, af_packet's fanout hash), so every later segment
- *     of that flow, in either direction, arrives there too;
- *   - an active open picks its source port so the reply comes back to its
- *     own queue: with RSS, a port whose rte_softrss hash (the port's key
- *     and RETA) selects that queue; without (one queue is trivial; a
- *     device whose spreading we cannot predict), a port p with
- *     p % queues == worker, and a segment to such a port that reaches
- *     another worker is handed to the owner with pc_submit() (counted as
- *     tcp_handoffs), where it is input once, never twice.
+ *   - on a port with RSS (the symmetric key, TCP ports hashed), the device
+ *     decides: a passive connection lives where its SYN arrived, and every
+ *     later segment of the flow, in either direction, arrives there too;
+ *     an active open picks a source port whose rte_softrss hash (the
+ *     port's key and RETA) selects its own queue, so its replies do too;
+ *   - on a port with one queue there is nothing to decide;
+ *   - on a port with several queues and no RSS we can predict (af_packet's
+ *     fanout, which also rolls a busy socket's packets over to another
+ *     one; net_ring; a NIC without TCP hashing), software decides: the
+ *     owner is a hash of (remote address, remote port, local port) modulo
+ *     the queues (flow_queue()), an active open picks a source port that
+ *     hashes to its own queue, and a segment that reaches any other worker
+ *     is checked (a malformed one is dropped there) and handed to the
+ *     owner with pc_submit() (counted as tcp_handoffs), where it is input
+ *     once, never twice.
  *
  * Output: each frame the engine emits is copied into a fresh mbuf behind
  * an Ethernet header whose destination comes from the shared ARP table
@@ -301,6 +305,20 @@ static bool is_listen_port(const struct pc_port *p, uint16_t port)
         return false;
 }
 
+/* The owner of a flow on a port that cannot steer: a hash of the remote
+ * address and port and our port, the same for every segment whichever
+ * queue the device put it on. */
+static inline unsigned flow_queue(const struct pc_port *p, uint32_t raddr, uint16_t rport,
+                                  uint16_t lport)
+{
+        uint32_t h = raddr * 0x9e3779b1u ^ ((uint32_t)rport << 16 | lport) * 0x85ebca77u;
+
+        h ^= h >> 15;
+        h *= 0xc2b2ae35u;
+        h ^= h >> 13;
+        return h % p->nq;
+}
+
 static void input_local(struct pc_port *p, struct pc_port_q *q, struct rte_mbuf *m,
                         const struct pc_pkt *pk)
 {
@@ -348,9 +366,8 @@ void pc__tcp_rx(struct pc_port *p, struct pc_port_q *q, struct rte_mbuf *m,
                 pc__port_drop(q, m, PC_PKT_IP_PROTO);
                 return;
         }
-        if (!p->steer && p->nq > 1 && pk->dport % p->nq != q->qid &&
-            !is_listen_port(p, pk->dport)) {
-                unsigned owner = pk->dport % p->nq;
+        if (!p->steer && p->nq > 1 && flow_queue(p, pk->ip_src, pk->sport, pk->dport) != q->qid) {
+                unsigned owner = flow_queue(p, pk->ip_src, pk->sport, pk->dport);
                 struct pc_tcp_seg sg;
 
                 /* Malformed input is dropped where it arrived, not sent on. */
@@ -407,6 +424,13 @@ int pc__tcp_port_init(struct pc_port *p, const struct pc_tcpe_config *cfg,
                         p->reta_size = info->reta_size;
                         p->steer = true;
                 }
+        }
+        if (!p->steer && p->nq > 1) {
+                /* Hand-offs travel through the mailboxes: set them up with
+                 * the defaults unless the program did already. */
+                int rc = pc_shard_init(p->rt, NULL);
+                if (rc && rc != -EALREADY)
+                        return rc;
         }
         for (unsigned i = 0; i < p->nq; i++) {
                 struct pc_port_q *q = &p->q[i];
@@ -502,7 +526,7 @@ static bool lport_ok(const struct pc_port *p, const struct pc_port_q *q, uint32_
                 h = rte_softrss((uint32_t *)&t, RTE_THASH_V4_L4_LEN, p->rss_key);
                 return p->reta[h % p->reta_size] == q->qid;
         }
-        return lport % p->nq == q->qid;
+        return flow_queue(p, raddr, rport, lport) == q->qid;
 }
 
 int pc__dtcp_connect(struct pc_port *p, const char *addr, uint16_t port,

@@ -4,8 +4,9 @@
 # DPDK's af_packet PMD over veth pc_a_v0 (root namespace, no kernel
 # address), at 10.78.0.1 with two workers (a queue pair each); the kernel
 # side, pc_a_v1 in namespace pc_a_ns at 10.78.0.2, resolves us with ARP and
-# sends UDP: echo datagrams, then memcached UDP frames (set, get across
-# shards, a reply over several datagrams). The namespace and veth are
+# sends UDP: echo datagrams, then TCP streams to percore's own TCP, then
+# memcached UDP frames (set, get across shards, a reply over several
+# datagrams). The namespace and veth are
 # removed on every exit, and stale ones at start.
 set -uo pipefail
 echo_bin=$1 kv_bin=$2
@@ -53,7 +54,7 @@ start() { # wait for the app's banner
 
 # ---- pc-echo
 banner="dpdk backend"
-start "$echo_bin" --backend dpdk -l "$ours" -U 7 -t 2
+start "$echo_bin" --backend dpdk -l "$ours" -U 7 -p 7 -t 2
 ip netns exec "$ns" python3 - "$ours" <<'PY' || fail "pc-echo UDP"
 import socket, sys
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -65,7 +66,49 @@ for i in range(20):
     assert data == msg and peer == (sys.argv[1], 7), (data[:40], peer)
 print("ok: pc-echo --backend dpdk echoed 20 datagrams")
 PY
+# TCP: Linux's own TCP connects to percore's, 64 connections at once, each
+# writing its stream in pieces of varied size (1 byte to 64 KiB, 1.5 MB at
+# most) while reading the echo; every byte must come back once, in order.
+ip netns exec "$ns" python3 - "$ours" <<'PY' || fail "pc-echo TCP"
+import selectors, socket, sys
+N = 64
+sel = selectors.DefaultSelector()
+conns = []
+for i in range(N):
+    s = socket.create_connection((sys.argv[1], 7), timeout=5)
+    s.setblocking(False)
+    total = [1, 100, 1460, 1461, 65536, 200000, 1500000, 7][i % 8] + i
+    data = bytes((k * 7 + i * 13 + (k >> 9)) & 255 for k in range(total))
+    c = {"s": s, "data": data, "sent": 0, "got": bytearray(), "w": 1 + i * 37}
+    conns.append(c)
+    sel.register(s, selectors.EVENT_READ | selectors.EVENT_WRITE, c)
+left = N
+while left:
+    ev = sel.select(timeout=20)
+    assert ev, "stalled: %d connections unfinished" % left
+    for key, mask in ev:
+        c = key.data
+        s = c["s"]
+        if mask & selectors.EVENT_WRITE and c["sent"] < len(c["data"]):
+            n = min(c["w"] % 65536 + 1, len(c["data"]) - c["sent"])
+            c["w"] = c["w"] * 1103515245 + 12345
+            c["sent"] += s.send(c["data"][c["sent"]:c["sent"] + n])
+            if c["sent"] == len(c["data"]):
+                sel.modify(s, selectors.EVENT_READ, c)
+        if mask & selectors.EVENT_READ:
+            b = s.recv(262144)
+            assert b, "EOF before the whole echo"
+            c["got"] += b
+            assert c["data"].startswith(c["got"]), "echo differs"
+            if len(c["got"]) == len(c["data"]):
+                sel.unregister(s)
+                s.close()
+                left -= 1
+print("ok: pc-echo --backend dpdk echoed %d TCP streams (%d bytes) byte-exact"
+      % (N, sum(len(c["data"]) for c in conns)))
+PY
 stop_server || fail "pc-echo exit status"
+grep -q "pc-echo: tcp accepted=64 " "$out" || fail "pc-echo TCP counters"
 
 # ---- pc-kv
 banner="listening"
