@@ -6,7 +6,7 @@
 # side, pc_a_v1 in namespace pc_a_ns at 10.78.0.2, resolves us with ARP and
 # sends UDP: echo datagrams, then TCP streams to percore's own TCP, then
 # memcached UDP frames (set, get across shards, a reply over several
-# datagrams). The namespace and veth are
+# datagrams), then memcapable over TCP. The namespace and veth are
 # removed on every exit, and stale ones at start.
 set -uo pipefail
 echo_bin=$1 kv_bin=$2
@@ -112,7 +112,7 @@ grep -q "pc-echo: tcp accepted=64 " "$out" || fail "pc-echo TCP counters"
 
 # ---- pc-kv
 banner="listening"
-start "$kv_bin" --backend dpdk -l "$ours" -U 11211 -t 2 -m 16
+start "$kv_bin" --backend dpdk -l "$ours" -U 11211 -p 11211 -t 2 -m 16
 ip netns exec "$ns" python3 - "$ours" <<'PY' || fail "pc-kv UDP"
 import socket, struct, sys
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -141,6 +141,19 @@ assert ask(b"get big0 big1 big2 big3\r\n", 102) == b"".join(
 assert ask(b"version\r\n", 103) == b"VERSION 1.6.0-pc-kv\r\n"
 print("ok: pc-kv --backend dpdk answered memcached UDP frames")
 PY
+# TCP on percore's own TCP: libmemcached's conformance suite (ASCII and
+# binary), from the kernel's side of the veth.
+capable=$(command -v memccapable || command -v memcapable || true)
+if [ -n "$capable" ]; then
+	ip netns exec "$ns" "$capable" -h "$ours" -p 11211 -t 10 >"$out.capable" 2>&1 &&
+		grep -q "All tests passed" "$out.capable" &&
+		[ "$(grep -c '\[pass\]' "$out.capable")" -ge 50 ] ||
+		{ cat "$out.capable"; rm -f "$out.capable"; fail "memcapable over DPDK TCP"; }
+	rm -f "$out.capable"
+	echo "ok: memcapable passed against pc-kv --backend dpdk over TCP"
+else
+	echo "note: memcapable not installed (libmemcached-tools): TCP conformance not run"
+fi
 stop_server || fail "pc-kv exit status"
 grep -q "udp_requests=47 " "$out" || fail "pc-kv counted other than 47 UDP requests"
 cat "$out"
