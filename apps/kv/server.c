@@ -7,7 +7,7 @@
  * UDP frames, on the kernel or the DPDK backend (tcp.c, udp.c).
  *
  *   pc-kv -p 11211 -U 11211 -t 4 -m 64
- *   PERCORE_EAL_ARGS="..." pc-kv --backend dpdk -l 10.0.0.2 -U 11211
+ *   PERCORE_EAL_ARGS="..." pc-kv --backend dpdk -l 10.0.0.2 -p 11211 -U 11211
  */
 #include <arpa/inet.h>
 #include <errno.h>
