@@ -30,7 +30,7 @@
 #define PC_TCP_ARP_RETRY_NS 100000000ull /* one request per address per 100 ms */
 #define PC_TCP_EPH_LO 49152       /* ephemeral ports: 49152..65535 */
 #define PC_TCP_EPH_N 16384
-#define PC_RETA_MAX 512           /* RSS redirection table entries kept */
+#define PC_RETA_MAX 2048          /* RSS redirection table entries kept */
 
 /* Counters of one queue: written by its worker only (relaxed load+store),
  * read by anyone. */

@@ -10,8 +10,9 @@
  * flow hashes to, so an active open's replies often reach a worker that
  * does not own the connection and must be handed over.
  *
- * Checked: every connection completes cleanly; every byte arrives once
- * and in order in both directions (each stream names its connection and
+ * Checked: every connection completes cleanly (the server lingers after
+ * the client's FIN and closes itself); every byte arrives once and in
+ * order in both directions (each stream names its connection and
  * follows a pattern the receiver recomputes); split and large writes
  * (past the send cap, through on_writable); each corrupted segment is
  * counted as a malformed TCP drop; segments were handed to their owner;
@@ -201,6 +202,16 @@ static inline uint8_t stream_byte(uint32_t id, uint64_t k)
         return k < 4 ? (uint8_t)(id >> (8 * k)) : pattern(id, k);
 }
 
+/* Sizes from 1 byte to past the engine's send cap (256 KiB). */
+static uint64_t stream_len(uint32_t id)
+{
+        static const uint64_t sizes[] = {1, 5, 1460, 1461, 4096, 65536, 300000, 70001,
+                                         17, 100000, 2920, 400000};
+        uint64_t n = sizes[id % (sizeof(sizes) / sizeof(sizes[0]))];
+
+        return n < 4 ? 4 + n : n;
+}
+
 /* ---- B: the echo server ------------------------------------------------------ */
 
 struct srv_conn {
@@ -224,6 +235,9 @@ static void srv_accept(struct pc_conn *c, void *arg)
         if (pc_conn_worker(c) != (unsigned)pc_worker_id())
                 FAIL("accepted on worker %d, belongs to %u", pc_worker_id(), pc_conn_worker(c));
         pc_conn_set_data(c, &srv[i]);
+        /* Stay open after the client's FIN until we close (on_data 0). */
+        if (pc_conn_linger(c) != 0)
+                FAIL("linger");
 }
 
 static void srv_data(struct pc_conn *c, const void *data, size_t len, void *arg)
@@ -233,8 +247,16 @@ static void srv_data(struct pc_conn *c, const void *data, size_t len, void *arg)
         int rc;
 
         (void)arg;
-        if (s == NULL || len == 0)
+        if (s == NULL)
                 return;
+        if (len == 0) {
+                /* The client's FIN, after its whole stream: we close. */
+                if (s->got < 4 || s->got != stream_len(s->id))
+                        FAIL("server: EOF after %" PRIu64 " bytes", s->got);
+                if (pc_conn_close(c) != 0)
+                        FAIL("server: close");
+                return;
+        }
         for (size_t i = 0; i < len; i++, s->got++) {
                 if (s->got < 4) {
                         s->id |= (uint32_t)d[i] << (8 * s->got);
@@ -282,16 +304,6 @@ static struct cli_conn cli[MAX_CONNS];
 static _Atomic unsigned cli_done;
 static _Atomic uint64_t bytes_verified;
 
-/* Sizes from 1 byte to past the engine's send cap (256 KiB). */
-static uint64_t stream_len(uint32_t id)
-{
-        static const uint64_t sizes[] = {1, 5, 1460, 1461, 4096, 65536, 300000, 70001,
-                                         17, 100000, 2920, 400000};
-        uint64_t n = sizes[id % (sizeof(sizes) / sizeof(sizes[0]))];
-
-        return n < 4 ? 4 + n : n;
-}
-
 static void cli_pump(struct cli_conn *k)
 {
         uint8_t buf[20000];
@@ -324,9 +336,16 @@ static void cli_accept(struct pc_conn *c, void *arg)
 {
         struct cli_conn *k = arg;
 
+        char b[1];
+
         if (pc_conn_worker(c) != (unsigned)pc_worker_id())
                 FAIL("client %u: connected on worker %d, belongs to %u", k->id, pc_worker_id(),
                      pc_conn_worker(c));
+        /* The fiber calls are the kernel backend's only, so far. */
+        if (pc_conn_read(c, b, 1) != -EINVAL || pc_conn_write(c, b, 1) != -EINVAL)
+                FAIL("client %u: fiber calls on a DPDK connection", k->id);
+        if (pc_conn_buffered(c) != 0)
+                FAIL("client %u: buffered before sending", k->id);
         k->connected = true;
         cli_pump(k);
 }
