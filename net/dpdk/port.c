@@ -449,6 +449,11 @@ static void port_metrics(struct pc_runtime *rt, struct pc__prom *p, void *arg)
                 F("drops_total", drops, "Packets freed unsent or unhandled."),
                 F("errors_total", errors, "Send errors of the queue."),
                 F("malformed_total", malformed, "Frames a parser rejected."),
+                F("tcp_handoffs_total", tcp_handoffs,
+                  "TCP segments handed to the worker owning their connection."),
+                F("tcp_arp_held_total", arp_held, "TCP frames held for an ARP answer."),
+                F("tcp_arp_drops_total", arp_drops,
+                  "Held TCP frames dropped: hold full or no ARP answer."),
 #undef F
         };
         struct pc_dpdk *d = arg;
