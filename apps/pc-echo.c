@@ -245,11 +245,6 @@ int main(int argc, char **argv)
                         fprintf(stderr, "pc-echo: --backend dpdk needs PERCORE_EAL_ARGS\n");
                         return 2;
                 }
-                if (fibers) {
-                        /* DPDK connections have no fiber service yet. */
-                        fprintf(stderr, "pc-echo: --fibers is for the kernel backend only\n");
-                        return 2;
-                }
 #else
                 fprintf(stderr, "pc-echo: built without DPDK\n");
                 return 2;
@@ -295,7 +290,9 @@ int main(int argc, char **argv)
                         rc = pc_port_set_ipv4(p, ntohl(ia.s_addr));
                 if (rc == 0 && udp_port)
                         rc = pc_udp_ep_dpdk(&udp_ep, p, (uint16_t)udp_port, udp_echo, NULL);
-                if (rc == 0 && tcp_port)
+                if (rc == 0 && tcp_port && fibers)
+                        rc = pc_tcp_serve_dpdk(p, (uint16_t)tcp_port, tcp_fiber, NULL, &l);
+                else if (rc == 0 && tcp_port)
                         rc = pc_tcp_listen_dpdk(p, (uint16_t)tcp_port, &tcp_cb, NULL, &l);
                 if (rc) {
                         fprintf(stderr, "pc-echo: DPDK port 0: %s\n", pc_strerror(rc));

@@ -185,13 +185,30 @@ void *pc_conn_data(const struct pc_conn *c);
 typedef void (*pc_conn_fiber_fn)(struct pc_conn *c, void *arg);
 
 /**
+ * pc_tcp_listen_dpdk(), but serve each accepted connection by running
+ * fn(c, @arg) in a fiber of its own on the connection's worker (sticky),
+ * as pc_tcp_serve() of pc_knet.h does on kernel sockets: the handler
+ * reads and writes with pc_conn_read() / pc_conn_write() and may use every
+ * other pc_conn_* call; the connection stays open after the peer's FIN
+ * until fn returns, then closes gracefully unless fn closed it; @c stays
+ * valid until fn returns. Input fn has not read yet is kept up to 64 KiB,
+ * then the engine holds what arrives (up to its rcv_cap) and the window
+ * closes. When the run stops, handlers waiting in a read or write get
+ * -ECANCELED; a later wait gets -ESHUTDOWN.
+ * Errors: those of pc_tcp_listen_dpdk(), -EINVAL for a NULL @fn. The
+ * thread that created the runtime, before pc_runtime_run().
+ */
+int pc_tcp_serve_dpdk(struct pc_port *p, uint16_t port, pc_conn_fiber_fn fn, void *arg,
+                      struct pc_tcp_listener **out);
+
+/**
  * Wait for input on @c: returns 1..@len bytes read into @buf, 0 once the
  * peer shut its write side and everything before was read, or -errno:
  * the connection's error (-ECONNRESET, -ETIMEDOUT, ...), -EPIPE after our
  * own close, -ECANCELED (the run began stopping while we waited),
  * -ESHUTDOWN (it had), -EINVAL (@buf NULL, @len 0, or @c not served by
- * pc_tcp_serve() of pc_knet.h: the kernel backend only, so far), -EXDEV
- * (another worker's connection), -EPERM off-fiber. Fiber only: the
+ * pc_tcp_serve() or pc_tcp_serve_dpdk()), -EXDEV (another worker's
+ * connection), -EPERM off-fiber. Fiber only: the
  * handler's fiber, or another fiber of @c's worker (one reader at a time).
  */
 ssize_t pc_conn_read(struct pc_conn *c, void *buf, size_t len);
@@ -201,7 +218,8 @@ ssize_t pc_conn_read(struct pc_conn *c, void *buf, size_t len);
  * full (the cap of pc_conn_send()); a write larger than the cap goes in
  * pieces. Returns @len, or -errno: the connection's error, -EPIPE (closed),
  * -ECANCELED / -ESHUTDOWN (the run stops), -ENOMEM, -EINVAL (also for a
- * connection not served by pc_tcp_serve()), -EXDEV, -EPERM off-fiber.
+ * connection not served by pc_tcp_serve() or pc_tcp_serve_dpdk()),
+ * -EXDEV, -EPERM off-fiber.
  * After an error some of the bytes may have been queued. Fiber only, on
  * @c's worker (one writer at a time).
  */

@@ -53,6 +53,11 @@ size_t pc__dconn_buffered(const struct pc_conn *c);
 unsigned pc__dconn_worker(const struct pc_conn *c);
 void pc__dconn_set_data(struct pc_conn *c, void *data);
 void *pc__dconn_data(const struct pc_conn *c);
+/* net/dpdk/tcp_fiber.c */
+int pc__dtcp_serve(struct pc_port *p, uint16_t port, pc_conn_fiber_fn fn, void *arg,
+                   struct pc_tcp_listener **out);
+ssize_t pc__dconn_read(struct pc_conn *c, void *buf, size_t len);
+ssize_t pc__dconn_write(struct pc_conn *c, const void *buf, size_t len);
 #endif
 
 #endif /* PC_NET_PVT_H */

@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 
+#include "pc_fiber.h"
 #include "pc_net_pvt.h"
 
 int pc_tcp_listen_dpdk(struct pc_port *p, uint16_t port, const struct pc_tcp_callbacks *cb,
@@ -146,26 +147,47 @@ void *pc_conn_data(const struct pc_conn *c)
         return NULL;
 }
 
-/* The fiber calls exist on the kernel backend only so far; it also
- * answers for NULL (-EPERM off-fiber comes first there). */
+int pc_tcp_serve_dpdk(struct pc_port *p, uint16_t port, pc_conn_fiber_fn fn, void *arg,
+                      struct pc_tcp_listener **out)
+{
+#ifdef PC_HAVE_DPDK
+        return pc__dtcp_serve(p, port, fn, arg, out);
+#else
+        (void)p, (void)port, (void)fn, (void)arg, (void)out;
+        return -ENOTSUP;
+#endif
+}
+
+/* The kernel backend also answers for NULL (-EPERM off-fiber comes first
+ * there). */
 ssize_t pc_conn_read(struct pc_conn *c, void *buf, size_t len)
 {
+        if (c == NULL) {
 #ifdef PC_HAVE_URING
-        if (c == NULL || pc__net_backend(c) == PC__NET_KERNEL)
                 return pc__kconn_read(c, buf, len);
 #else
-        (void)c, (void)buf, (void)len;
+                return pc_fiber_self() ? -EINVAL : -EPERM;
 #endif
+        }
+        switch (pc__net_backend(c)) {
+                KCASE(pc__kconn_read(c, buf, len));
+                DCASE(pc__dconn_read(c, buf, len));
+        }
         return -EINVAL;
 }
 
 ssize_t pc_conn_write(struct pc_conn *c, const void *buf, size_t len)
 {
+        if (c == NULL) {
 #ifdef PC_HAVE_URING
-        if (c == NULL || pc__net_backend(c) == PC__NET_KERNEL)
                 return pc__kconn_write(c, buf, len);
 #else
-        (void)c, (void)buf, (void)len;
+                return pc_fiber_self() ? -EINVAL : -EPERM;
 #endif
+        }
+        switch (pc__net_backend(c)) {
+                KCASE(pc__kconn_write(c, buf, len));
+                DCASE(pc__dconn_write(c, buf, len));
+        }
         return -EINVAL;
 }

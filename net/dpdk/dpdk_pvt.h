@@ -14,6 +14,7 @@
 #include <rte_mempool.h>
 
 #include "pc_core_pvt.h"
+#include "pc_net_pvt.h"
 #include "pc_dpdk.h"
 
 #define PC_RXD_DEFAULT 512
@@ -40,6 +41,29 @@ struct pc_qstats {
         _Atomic uint64_t tcp_handoffs; /* segments handed to their owner worker */
         _Atomic uint64_t arp_held;     /* TCP frames held for an ARP answer */
         _Atomic uint64_t arp_drops;    /* held frames dropped: full hold, no answer */
+};
+
+/* A DPDK connection as the service API sees it (a struct pc_conn *),
+ * owned by its queue's worker (tcp.c). Served by a fiber (tcp_fiber.c),
+ * it also holds the input the handler has not read, and outlives the
+ * engine's connection (@tcb NULL then) until the handler returns. */
+struct pc__dconn {
+        struct pc__conn_base base; /* first: pc_net's dispatch reads it */
+        struct pc_tcb *tcb;        /* NULL once the engine closed it */
+        struct pc_port_q *q;
+        const struct pc_tcp_callbacks *cb;
+        void *arg;
+        void *data;
+        struct pc__dconn *prev, *next; /* the queue's list, for port close */
+        /* Fiber service (tcp_fiber.c). */
+        bool fiber_live;  /* the handler runs: keep the memory */
+        bool f_eof, f_closed, f_self_closed, in_paused;
+        int f_err;
+        struct pc_fiber *rd_fiber, *wr_fiber;
+        uint8_t *rd_buf;
+        size_t rd_len;
+        uint8_t *in;      /* unread input [in_off, in_len) */
+        size_t in_off, in_len, in_cap;
 };
 
 /* A TCP frame waiting for its next hop's MAC. */
@@ -159,6 +183,17 @@ void pc__tcp_rx(struct pc_port *p, struct pc_port_q *q, struct rte_mbuf *m,
                 const struct pc_pkt *pk);
 /* Once per RX pass: flush, timers, held frames. Returns work done. */
 unsigned pc__tcp_poll(struct pc_port_q *q);
+void pc__dconn_unlink(struct pc__dconn *dc);
+/* pc__dtcp_listen() whose listener frees @owned when the port closes. */
+int pc__dtcp_listen_owned(struct pc_port *p, uint16_t port, const struct pc_tcp_callbacks *cb,
+                          void *arg, void *owned, struct pc_tcp_listener **out);
+
+/* tcp_fiber.c */
+/* The connection's memory may go: false while its handler still runs. */
+bool pc__dconn_release(struct pc__dconn *dc);
+/* The run is stopping: fibers waiting on @q's connections get -ECANCELED. */
+void pc__dtcp_fibers_cancel(struct pc_port_q *q);
+void pc__dconn_free(struct pc__dconn *dc);
 
 /* telemetry.c */
 void pc__telemetry_register(struct pc_runtime *rt);

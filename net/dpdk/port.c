@@ -158,6 +158,17 @@ static void worker_start(struct pc_worker *w, void *arg)
         }
 }
 
+/* Worker-stopping hook: fibers waiting on this worker's DPDK connections
+ * get -ECANCELED, so they run to their end in the drain. */
+static void worker_stopping(struct pc_worker *w, void *arg)
+{
+        struct pc_dpdk *d = arg;
+
+        for (unsigned i = 0; i < d->nports; i++)
+                if (d->ports[i]->q[w->id].tcpe)
+                        pc__dtcp_fibers_cancel(&d->ports[i]->q[w->id]);
+}
+
 /* ---- open / close --------------------------------------------------------- */
 
 static void free_port(struct pc_port *p)
@@ -339,6 +350,7 @@ int pc_port_open(struct pc_runtime *rt, const char *name_or_id, const struct pc_
                 /* Every worker registers its RX pollers on its own thread
                  * when its loop starts. */
                 d->module.worker_start = worker_start;
+                d->module.worker_stopping = worker_stopping;
                 d->module.metrics = port_metrics;
                 d->module.arg = d;
                 pc__module_add(rt, &d->module);

@@ -52,23 +52,13 @@
 
 static const uint8_t bcast_mac[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
 
-/* A DPDK connection as the service API sees it (a struct pc_conn *). */
-struct pc__dconn {
-        struct pc__conn_base base; /* first: pc_net's dispatch reads it */
-        struct pc_tcb *tcb;
-        struct pc_port_q *q;
-        const struct pc_tcp_callbacks *cb;
-        void *arg;
-        void *data;
-        struct pc__dconn *prev, *next; /* the queue's list, for port close */
-};
-
 /* A listener (a struct pc_tcp_listener *): every queue's engine listens. */
 struct pc__dlistener {
         struct pc__conn_base base;
         struct pc_port *p;
         const struct pc_tcp_callbacks *cb;
         void *arg;
+        void *owned; /* freed with the listener (pc_tcp_serve_dpdk's record) */
         uint16_t port;
 };
 
@@ -87,7 +77,7 @@ static void conn_link(struct pc_port_q *q, struct pc__dconn *dc)
         q->conns = dc;
 }
 
-static void conn_unlink(struct pc__dconn *dc)
+void pc__dconn_unlink(struct pc__dconn *dc)
 {
         struct pc_port_q *q = dc->q;
 
@@ -158,10 +148,13 @@ static void e_on_close(struct pc_tcb *c, int err, void *arg)
         if (dc == NULL)
                 return; /* a passive one that never reached on_accept */
         pc_tcb_set_data(c, NULL);
+        dc->tcb = NULL; /* the engine frees it when this returns */
         if (dc->cb->on_close)
                 dc->cb->on_close(to_conn(dc), err, dc->arg);
-        conn_unlink(dc);
-        free(dc);
+        if (pc__dconn_release(dc)) {
+                pc__dconn_unlink(dc);
+                pc__dconn_free(dc);
+        }
 }
 
 static const struct pc_tcpe_callbacks engine_cbs = {
@@ -451,7 +444,7 @@ void pc__tcp_port_free(struct pc_port *p)
 
                 for (; dc; dc = n) {
                         n = dc->next;
-                        free(dc);
+                        pc__dconn_free(dc);
                 }
                 q->conns = NULL;
                 for (unsigned k = 0; k < q->nhold; k++)
@@ -460,8 +453,10 @@ void pc__tcp_port_free(struct pc_port *p)
                 pc_tcpe_destroy(q->tcpe);
                 q->tcpe = NULL;
         }
-        for (unsigned i = 0; i < p->ntl; i++)
+        for (unsigned i = 0; i < p->ntl; i++) {
+                free(p->tl[i]->owned);
                 free(p->tl[i]);
+        }
         p->ntl = 0;
 }
 
@@ -469,6 +464,12 @@ void pc__tcp_port_free(struct pc_port *p)
 
 int pc__dtcp_listen(struct pc_port *p, uint16_t port, const struct pc_tcp_callbacks *cb,
                     void *arg, struct pc_tcp_listener **out)
+{
+        return pc__dtcp_listen_owned(p, port, cb, arg, NULL, out);
+}
+
+int pc__dtcp_listen_owned(struct pc_port *p, uint16_t port, const struct pc_tcp_callbacks *cb,
+                          void *arg, void *owned, struct pc_tcp_listener **out)
 {
         struct pc__dlistener *l;
 
@@ -490,6 +491,7 @@ int pc__dtcp_listen(struct pc_port *p, uint16_t port, const struct pc_tcp_callba
         l->cb = cb;
         l->arg = arg;
         l->port = port;
+        l->owned = owned;
         for (unsigned i = 0; i < p->nq; i++) {
                 int rc = pc_tcpe_listen(p->q[i].tcpe, 0, port, &engine_cbs, l);
                 if (rc) {
@@ -590,13 +592,15 @@ static bool on_owner(const struct pc__dconn *dc)
         return pc__self && pc__self->rt == dc->q->port->rt && pc__self->id == dc->q->qid;
 }
 
+/* A connection the engine closed lives on only for its fiber: every call
+ * then finds it gone. */
 int pc__dconn_send(struct pc_conn *c, const void *data, size_t len)
 {
         struct pc__dconn *dc = dc_of(c);
 
         if (!on_owner(dc))
                 return -EXDEV;
-        return pc_tcb_send(dc->tcb, data, len);
+        return dc->tcb ? pc_tcb_send(dc->tcb, data, len) : -EPIPE;
 }
 
 int pc__dconn_close(struct pc_conn *c)
@@ -605,7 +609,8 @@ int pc__dconn_close(struct pc_conn *c)
 
         if (!on_owner(dc))
                 return -EXDEV;
-        return pc_tcb_close(dc->tcb);
+        dc->f_self_closed = true;
+        return dc->tcb ? pc_tcb_close(dc->tcb) : 0;
 }
 
 int pc__dconn_linger(struct pc_conn *c)
@@ -614,12 +619,14 @@ int pc__dconn_linger(struct pc_conn *c)
 
         if (!on_owner(dc))
                 return -EXDEV;
-        return pc_tcb_linger(dc->tcb);
+        return dc->tcb ? pc_tcb_linger(dc->tcb) : -EPIPE;
 }
 
 size_t pc__dconn_buffered(const struct pc_conn *c)
 {
-        return pc_tcb_buffered(dc_of(c)->tcb);
+        const struct pc__dconn *dc = dc_of(c);
+
+        return dc->tcb ? pc_tcb_buffered(dc->tcb) : 0;
 }
 
 unsigned pc__dconn_worker(const struct pc_conn *c)

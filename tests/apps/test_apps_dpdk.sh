@@ -69,9 +69,10 @@ PY
 # TCP: Linux's own TCP connects to percore's, 64 connections at once, each
 # writing its stream in pieces of varied size (1 byte to 64 KiB, 1.5 MB at
 # most) while reading the echo; every byte must come back once, in order.
-ip netns exec "$ns" python3 - "$ours" <<'PY' || fail "pc-echo TCP"
+tcp_echo_check() { # N connections
+ip netns exec "$ns" python3 - "$ours" "$1" <<'PY'
 import selectors, socket, sys
-N = 64
+N = int(sys.argv[2])
 sel = selectors.DefaultSelector()
 conns = []
 for i in range(N):
@@ -107,8 +108,15 @@ while left:
 print("ok: pc-echo --backend dpdk echoed %d TCP streams (%d bytes) byte-exact"
       % (N, sum(len(c["data"]) for c in conns)))
 PY
+}
+tcp_echo_check 64 || fail "pc-echo TCP"
 stop_server || fail "pc-echo exit status"
 grep -q "pc-echo: tcp accepted=64 " "$out" || fail "pc-echo TCP counters"
+# The same, served blocking-style: a fiber per connection.
+start "$echo_bin" --backend dpdk -l "$ours" -p 7 -U 0 -t 2 --fibers
+tcp_echo_check 16 || fail "pc-echo --fibers TCP"
+stop_server || fail "pc-echo --fibers exit status"
+grep -q "pc-echo: tcp accepted=16 " "$out" || fail "pc-echo --fibers TCP counters"
 
 # ---- pc-kv
 banner="listening"

@@ -10,8 +10,10 @@
  * flow hashes to, so an active open's replies often reach a worker that
  * does not own the connection and must be handed over.
  *
- * Checked: every connection completes cleanly (the server lingers after
- * the client's FIN and closes itself); every byte arrives once and in
+ * Checked: every connection completes cleanly (the callback server
+ * lingers after the client's FIN and closes itself; half the connections
+ * go to a fiber server, pc_tcp_serve_dpdk, reading and writing
+ * blocking-style); every byte arrives once and in
  * order in both directions (each stream names its connection and
  * follows a pattern the receiver recomputes); split and large writes
  * (past the send cap, through on_writable); each corrupted segment is
@@ -284,6 +286,27 @@ static void srv_close(struct pc_conn *c, int err, void *arg)
         atomic_fetch_add(&srv_closed, 1);
 }
 
+/* The same echo, blocking-style: a fiber per connection (odd ids). */
+#define FIBER_PORT 7001
+#define FIBER_CONNS (MAX_CONNS / 2)
+static _Atomic unsigned fiber_done, fiber_bad;
+
+static void fiber_echo(struct pc_conn *c, void *arg)
+{
+        uint8_t buf[3000];
+        ssize_t n;
+
+        (void)arg;
+        while ((n = pc_conn_read(c, buf, sizeof(buf))) > 0)
+                if (pc_conn_write(c, buf, (size_t)n) != n) {
+                        atomic_fetch_add(&fiber_bad, 1);
+                        break;
+                }
+        if (n < 0)
+                atomic_fetch_add(&fiber_bad, 1); /* the client closes cleanly */
+        atomic_fetch_add(&fiber_done, 1);
+}
+
 static const struct pc_tcp_callbacks srv_cb = {
         .on_accept = srv_accept,
         .on_data = srv_data,
@@ -342,9 +365,9 @@ static void cli_accept(struct pc_conn *c, void *arg)
         if (pc_conn_worker(c) != (unsigned)pc_worker_id())
                 FAIL("client %u: connected on worker %d, belongs to %u", k->id, pc_worker_id(),
                      pc_conn_worker(c));
-        /* The fiber calls are the kernel backend's only, so far. */
-        if (pc_conn_read(c, b, 1) != -EINVAL || pc_conn_write(c, b, 1) != -EINVAL)
-                FAIL("client %u: fiber calls on a DPDK connection", k->id);
+        /* The fiber calls want a fiber (as on the kernel backend). */
+        if (pc_conn_read(c, b, 1) != -EPERM || pc_conn_write(c, b, 1) != -EPERM)
+                FAIL("client %u: fiber calls off-fiber", k->id);
         if (pc_conn_buffered(c) != 0)
                 FAIL("client %u: buffered before sending", k->id);
         k->connected = true;
@@ -413,7 +436,8 @@ static void start_worker(void *arg)
 
                 k->id = w * CONNS_PER_WORKER + i;
                 k->total = stream_len(k->id);
-                rc = pc_tcp_connect_dpdk(A, IP_B_STR, ECHO_PORT, &cli_cb, k, &k->c);
+                rc = pc_tcp_connect_dpdk(A, IP_B_STR, k->id & 1 ? FIBER_PORT : ECHO_PORT,
+                                         &cli_cb, k, &k->c);
                 if (rc) {
                         FAIL("connect %u: %s", k->id, pc_strerror(rc));
                         atomic_fetch_add(&cli_done, 1);
@@ -430,7 +454,9 @@ static void watch_cb(struct pc_timer *t, void *arg)
 {
         (void)t;
         (void)arg;
-        if ((atomic_load(&cli_done) == MAX_CONNS && atomic_load(&srv_closed) == MAX_CONNS) ||
+        if ((atomic_load(&cli_done) == MAX_CONNS &&
+             atomic_load(&srv_closed) == MAX_CONNS - FIBER_CONNS &&
+             atomic_load(&fiber_done) == FIBER_CONNS) ||
             pc_now_ns() > deadline) {
                 pc_timer_cancel(&watch);
                 pc_runtime_stop(RT);
@@ -508,7 +534,10 @@ static void test_echo_through_lossy_wire(void **state)
         assert_true(sa.retransmits + sb.retransmits > 0);
         assert_int_equal(sa.active_opens, MAX_CONNS);
         assert_int_equal(sb.passive_opens, MAX_CONNS);
-        assert_int_equal(atomic_load(&srv_closed), MAX_CONNS);
+        assert_int_equal(atomic_load(&srv_closed), MAX_CONNS - FIBER_CONNS);
+        /* Every fiber handler read its stream to the EOF and returned. */
+        assert_int_equal(atomic_load(&fiber_done), FIBER_CONNS);
+        assert_int_equal(atomic_load(&fiber_bad), 0);
         /* Every corrupted segment was counted as malformed TCP, once. */
         assert_int_equal(pc_port_drop_reason(A, PC_PKT_TCP_BAD) +
                                  pc_port_drop_reason(B, PC_PKT_TCP_BAD),
@@ -615,6 +644,8 @@ static void test_errors(void **state)
         assert_int_equal(pc_tcp_listen_dpdk(B, ECHO_PORT, &srv_cb, NULL, &l), -EADDRINUSE);
         assert_int_equal(pc_tcp_listen_dpdk(B, 0, &srv_cb, NULL, &l), -EINVAL);
         assert_int_equal(pc_tcp_listen_dpdk(NULL, 1, &srv_cb, NULL, &l), -EINVAL);
+        assert_int_equal(pc_tcp_serve_dpdk(B, 7002, NULL, NULL, &l), -EINVAL);
+        assert_int_equal(pc_tcp_serve_dpdk(B, FIBER_PORT, fiber_echo, NULL, &l), -EADDRINUSE);
         /* Off-worker. */
         assert_int_equal(pc_tcp_connect_dpdk(A, IP_B_STR, ECHO_PORT, &cli_cb, NULL, &c), -EPERM);
         assert_int_equal(pc_conn_send(NULL, "x", 1), -EINVAL);
@@ -648,6 +679,9 @@ static int setup(void **state)
                 return -1;
         if (pc_tcp_listen_dpdk(B, ECHO_PORT, &srv_cb, NULL, &l) ||
             pc_tcp_listener_port(l) != ECHO_PORT)
+                return -1;
+        if (pc_tcp_serve_dpdk(B, FIBER_PORT, fiber_echo, NULL, &l) ||
+            pc_tcp_listener_port(l) != FIBER_PORT)
                 return -1;
         return 0;
 }
