@@ -326,8 +326,8 @@ static void input_local(struct pc_port *p, struct pc_port_q *q, struct rte_mbuf 
                 pc__port_drop(q, m, pc_tcp_err_malformed(e) ? PC_PKT_TCP_BAD : PC_PKT_TCP_DROP);
 }
 
-/* On the owner: a segment another worker received for one of our active
- * connections. m->port names the pc_port whose stack takes it. */
+/* On the owner: a segment of one of our flows that another worker
+ * received. m->port names the pc_port whose stack takes it. */
 static void handoff_in(void *arg)
 {
         struct rte_mbuf *m = arg;
