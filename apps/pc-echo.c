@@ -1,16 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * pc-echo: TCP and UDP echo on percore, over kernel sockets (io_uring,
- * one SO_REUSEPORT socket per worker) or over DPDK (UDP only, our own
- * IPv4 stack answering ARP and ICMP for -l). Runs for --duration seconds or
+ * one SO_REUSEPORT socket per worker) or over DPDK (our own IPv4 stack
+ * answering ARP and ICMP for -l, and percore's own TCP). Runs for --duration seconds or
  * until SIGINT/SIGTERM, then prints its counters.
  *
  *   pc-echo -p 7007 -U 7007 -t 2
  *   PERCORE_EAL_ARGS="--no-huge --no-pci --vdev net_af_packet0,iface=veth1" \
- *       pc-echo --backend dpdk -l 10.0.0.2 -U 7007
+ *       pc-echo --backend dpdk -l 10.0.0.2 -p 7007 -U 7007
  *
- * The UDP handler is one function for both backends; only the two thin
- * shims that call it and the send function it is given differ.
+ * The handlers are one set for both backends: UDP through pc_net.h's
+ * endpoint, TCP through pc_net.h's callbacks; only how the program
+ * listens differs.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -96,10 +97,10 @@ static void usage(FILE *f)
                 "               [-t WORKERS] [--fibers] [--duration S] [--help]\n"
                 "Echoes TCP and UDP until --duration passes or SIGINT/SIGTERM, then prints\n"
                 "its counters.\n"
-                "  --backend B     kernel (io_uring sockets, default) or dpdk (UDP only;\n"
-                "                  the device comes from PERCORE_EAL_ARGS, port 0)\n"
+                "  --backend B     kernel (io_uring sockets, default) or dpdk (our own\n"
+                "                  stack; the device comes from PERCORE_EAL_ARGS, port 0)\n"
                 "  -l ADDR         IPv4 address to listen on (default 127.0.0.1); with dpdk,\n"
-                "                  the address our stack answers ARP, ICMP and UDP for\n"
+                "                  the address our stack answers ARP, ICMP, UDP and TCP for\n"
                 "  -p PORT         TCP port (default 7007; 0 = no TCP)\n"
                 "  -U PORT         UDP port (default 0 = no UDP)\n"
                 "  -t N            workers (default: PERCORE_WORKERS or one per CPU)\n"
@@ -129,11 +130,30 @@ static void print_stats(enum backend be, void *dport)
 #ifdef PC_HAVE_DPDK
         if (be == BACKEND_DPDK && dport) {
                 struct pc_port_stats s;
+                struct pc_tcpe_stats t;
+                uint64_t handoffs;
 
                 pc_port_stats_print(rt, stdout);
                 if (pc_port_stats(dport, -1, &s) == 0)
                         printf("pc-echo: total rx=%" PRIu64 " tx=%" PRIu64 " drops=%" PRIu64
                                "\n", s.rx, s.tx, s.drops);
+                if (pc_port_tcp_stats(dport, -1, &t, &handoffs, NULL, NULL) == 0)
+                        printf("pc-echo: tcp accepted=%" PRIu64 " closed=%" PRIu64
+                               " resets_in=%" PRIu64 " bytes_in=%" PRIu64 " bytes_out=%" PRIu64
+                               " retransmits=%" PRIu64 " handoffs=%" PRIu64 "\n",
+                               t.passive_opens, t.closed, t.resets_in, t.bytes_in, t.bytes_out,
+                               t.retransmits, handoffs);
+                printf("pc-echo: tcp resets_out=%" PRIu64 " drops:", t.resets_out);
+                for (int r = 1; r < PC_TCP_NR; r++)
+                        if (t.drops[r])
+                                printf(" %s=%" PRIu64, pc_tcp_err_name((enum pc_tcp_err)r),
+                                       t.drops[r]);
+                printf("\n");
+                for (int r = 1; r < PC_PKT_NR; r++)
+                        if (pc_port_drop_reason(dport, (enum pc_pkt_err)r))
+                                printf("pc-echo: port drops %s=%" PRIu64 "\n",
+                                       pc_pkt_err_name((enum pc_pkt_err)r),
+                                       pc_port_drop_reason(dport, (enum pc_pkt_err)r));
         }
 #else
         (void)dport;
@@ -225,20 +245,12 @@ int main(int argc, char **argv)
                         fprintf(stderr, "pc-echo: --backend dpdk needs PERCORE_EAL_ARGS\n");
                         return 2;
                 }
-                if (udp_port == 0) {
-                        fprintf(stderr, "pc-echo: --backend dpdk echoes UDP only: give -U PORT\n");
-                        return 2;
-                }
-                tcp_port = 0;
-                if (fibers) {
-                        fprintf(stderr, "pc-echo: --fibers serves TCP: not with --backend dpdk\n");
-                        return 2;
-                }
 #else
                 fprintf(stderr, "pc-echo: built without DPDK\n");
                 return 2;
 #endif
-        } else if (tcp_port == 0 && udp_port == 0) {
+        }
+        if (tcp_port == 0 && udp_port == 0) {
                 fprintf(stderr, "pc-echo: nothing to serve: -p and -U are both 0\n");
                 return 2;
         }
@@ -271,11 +283,17 @@ int main(int argc, char **argv)
         else {
                 struct pc_port *p;
 
+                struct pc_tcp_listener *l;
+
                 rc = pc_port_open(rt, "0", NULL, &p);
                 if (rc == 0)
                         rc = pc_port_set_ipv4(p, ntohl(ia.s_addr));
-                if (rc == 0)
+                if (rc == 0 && udp_port)
                         rc = pc_udp_ep_dpdk(&udp_ep, p, (uint16_t)udp_port, udp_echo, NULL);
+                if (rc == 0 && tcp_port && fibers)
+                        rc = pc_tcp_serve_dpdk(p, (uint16_t)tcp_port, tcp_fiber, NULL, &l);
+                else if (rc == 0 && tcp_port)
+                        rc = pc_tcp_listen_dpdk(p, (uint16_t)tcp_port, &tcp_cb, NULL, &l);
                 if (rc) {
                         fprintf(stderr, "pc-echo: DPDK port 0: %s\n", pc_strerror(rc));
                         goto fail;

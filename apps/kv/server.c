@@ -3,11 +3,11 @@
  * pc-kv: a memcached-compatible cache on percore. Each worker owns one
  * store, its shard of the key space (pc_shard_of); a request whose key
  * another worker owns goes there by pc_call() and the reply comes back in
- * order (dispatch.c). Both memcached protocols over TCP (kernel backend,
- * tcp.c) and memcached's UDP frames (kernel or DPDK backend, udp.c).
+ * order (dispatch.c). Both memcached protocols over TCP and memcached's
+ * UDP frames, on the kernel or the DPDK backend (tcp.c, udp.c).
  *
  *   pc-kv -p 11211 -U 11211 -t 4 -m 64
- *   PERCORE_EAL_ARGS="..." pc-kv --backend dpdk -l 10.0.0.2 -U 11211
+ *   PERCORE_EAL_ARGS="..." pc-kv --backend dpdk -l 10.0.0.2 -p 11211 -U 11211
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -45,6 +45,7 @@ int kv_tcp_start(void);
 void kv_tcp_free(void);
 int kv_udp_start_kernel(void);
 int kv_udp_start_dpdk(struct pc_port *p);
+int kv_tcp_start_dpdk(struct pc_port *p);
 
 static void kv_main(void *arg)
 {
@@ -72,8 +73,9 @@ static void usage(FILE *f)
                 "  -A, --enable-shutdown\n"
                 "                  let the shutdown command stop the server\n"
                 "  -v              more logging (repeat for more)\n"
-                "  --backend B     kernel (io_uring sockets, default) or dpdk (UDP only, the\n"
-                "                  port from PERCORE_EAL_ARGS, e.g. net_af_packet on a veth)\n"
+                "  --backend B     kernel (io_uring sockets, default) or dpdk (our own stack\n"
+                "                  and TCP on the port from PERCORE_EAL_ARGS, e.g.\n"
+                "                  net_af_packet on a veth)\n"
                 "Other settings: PERCORE_* variables (see README).\n");
 }
 
@@ -209,16 +211,12 @@ static int parse_flags(int argc, char **argv, struct pc_config *cfg)
                         fprintf(stderr, "pc-kv: --backend dpdk needs PERCORE_EAL_ARGS\n");
                         return 2;
                 }
-                if (kv_set.udp_port == 0) {
-                        fprintf(stderr, "pc-kv: --backend dpdk serves UDP only: give -U PORT\n");
-                        return 2;
-                }
-                kv_set.tcp_port = 0;
 #else
                 fprintf(stderr, "pc-kv: built without DPDK\n");
                 return 2;
 #endif
-        } else if (kv_set.tcp_port == 0 && kv_set.udp_port == 0) {
+        }
+        if (kv_set.tcp_port == 0 && kv_set.udp_port == 0) {
                 fprintf(stderr, "pc-kv: nothing to serve: -p and -U are both 0\n");
                 return 2;
         }
@@ -244,14 +242,22 @@ static int start_services(void)
 #ifdef PC_HAVE_DPDK
         {
                 struct pc_port *p;
+                struct pc_port_opts o = {0};
+                struct pc_tcpe_config tc = {0};
                 struct in_addr ia;
 
+                /* -c spread over the workers, as on the kernel backend. */
+                tc.max_conns = (unsigned)((kv_set.max_conns + pc_runtime_workers(kv_rt) - 1) /
+                                          pc_runtime_workers(kv_rt));
+                o.tcp = &tc;
                 inet_pton(AF_INET, kv_set.addr, &ia);
-                rc = pc_port_open(kv_rt, "0", NULL, &p);
+                rc = pc_port_open(kv_rt, "0", &o, &p);
                 if (rc == 0)
                         rc = pc_port_set_ipv4(p, ntohl(ia.s_addr));
-                if (rc == 0)
+                if (rc == 0 && kv_set.udp_port)
                         rc = kv_udp_start_dpdk(p);
+                if (rc == 0 && kv_set.tcp_port)
+                        rc = kv_tcp_start_dpdk(p);
                 if (rc)
                         fprintf(stderr, "pc-kv: DPDK port 0: %s\n", pc_strerror(rc));
         }

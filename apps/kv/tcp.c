@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * TCP connections on the kernel backend. The first byte a client sends
+ * TCP connections, on either backend (pc_net.h's TCP API: only the
+ * listening differs). The first byte a client sends
  * picks the protocol for the whole connection, as memcached does: 0x80 is
  * the binary protocol's request magic, anything else is ASCII.
  */
@@ -288,15 +289,23 @@ static void on_close(struct pc_conn *pc, int err, void *arg)
         kv_sink_kill(&c->sink);
 }
 
+static const struct pc_tcp_callbacks tcp_cb = {
+        .on_accept = on_accept,
+        .on_data = on_data,
+        .on_close = on_close,
+        .on_writable = on_writable,
+};
+
 int kv_tcp_start(void)
 {
-        static const struct pc_tcp_callbacks cb = {
-                .on_accept = on_accept,
-                .on_data = on_data,
-                .on_close = on_close,
-                .on_writable = on_writable,
-        };
         struct pc_tcp_listener *l;
 
-        return pc_tcp_listen(kv_rt, kv_set.addr, (uint16_t)kv_set.tcp_port, &cb, NULL, &l);
+        return pc_tcp_listen(kv_rt, kv_set.addr, (uint16_t)kv_set.tcp_port, &tcp_cb, NULL, &l);
+}
+
+int kv_tcp_start_dpdk(struct pc_port *p)
+{
+        struct pc_tcp_listener *l;
+
+        return pc_tcp_listen_dpdk(p, (uint16_t)kv_set.tcp_port, &tcp_cb, NULL, &l);
 }

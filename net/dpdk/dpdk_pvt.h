@@ -14,25 +14,77 @@
 #include <rte_mempool.h>
 
 #include "pc_core_pvt.h"
+#include "pc_net_pvt.h"
 #include "pc_dpdk.h"
 
 #define PC_RXD_DEFAULT 512
 #define PC_TXD_DEFAULT 512
 #define PC_BURST_MAX 256
 #define PC_MBUF_CACHE 256
-#define PC_ARP_SLOTS 16 /* per worker and port, direct-mapped */
+#define PC_ARP_SLOTS 256 /* per port, shared by its workers (arp.c) */
+#define PC_ARP_PROBE 8   /* slots a lookup or a learn probes */
+
+/* TCP over the port (tcp.c). */
+#define PC_TCP_MAX_LISTEN 8       /* listeners per port */
+#define PC_TCP_HOLD 16            /* frames a queue holds for an ARP answer */
+#define PC_TCP_HOLD_NS 1000000000ull /* and for at most this long */
+#define PC_TCP_ARP_RETRY_NS 100000000ull /* one request per address per 100 ms */
+#define PC_TCP_EPH_LO 49152       /* ephemeral ports: 49152..65535 */
+#define PC_TCP_EPH_N 16384
+#define PC_RETA_MAX 2048          /* RSS redirection table entries kept */
 
 /* Counters of one queue: written by its worker only (relaxed load+store),
  * read by anyone. */
 struct pc_qstats {
         _Atomic uint64_t rx, tx, drops, errors, malformed;
         _Atomic uint64_t reason[PC_PKT_NR];
+        _Atomic uint64_t tcp_handoffs; /* segments handed to their owner worker */
+        _Atomic uint64_t arp_held;     /* TCP frames held for an ARP answer */
+        _Atomic uint64_t arp_drops;    /* held frames dropped: full hold, no answer */
 };
 
-struct pc_arp_entry {
-        uint32_t addr; /* 0 = empty */
-        uint8_t mac[6];
+/* A DPDK connection as the service API sees it (a struct pc_conn *),
+ * owned by its queue's worker (tcp.c). Served by a fiber (tcp_fiber.c),
+ * it also holds the input the handler has not read, and outlives the
+ * engine's connection (@tcb NULL then) until the handler returns. */
+struct pc__dconn {
+        struct pc__conn_base base; /* first: pc_net's dispatch reads it */
+        struct pc_tcb *tcb;        /* NULL once the engine closed it */
+        struct pc_port_q *q;
+        const struct pc_tcp_callbacks *cb;
+        void *arg;
+        void *data;
+        struct pc__dconn *prev, *next; /* the queue's list, for port close */
+        /* Fiber service (tcp_fiber.c). */
+        bool fiber_live;  /* the handler runs: keep the memory */
+        bool f_eof, f_closed, f_self_closed, in_paused;
+        int f_err;
+        struct pc_fiber *rd_fiber, *wr_fiber;
+        uint8_t *rd_buf;
+        size_t rd_len;
+        uint8_t *in;      /* unread input [in_off, in_len) */
+        size_t in_off, in_len, in_cap;
 };
+
+/* A TCP frame waiting for its next hop's MAC. */
+struct pc_tcp_held {
+        struct rte_mbuf *m;
+        uint32_t addr;
+        uint64_t since;
+};
+
+struct pc_tcpe;
+struct pc__dconn;
+struct pc__dlistener;
+
+/* One entry of a port's shared ARP table (arp.c): @seq odd while a
+ * writer holds it; @mac packed, bit 63 set; @addr 0 = empty. */
+struct pc_arp_slot {
+        _Atomic uint32_t seq;
+        _Atomic uint32_t addr;
+        _Atomic uint64_t mac;
+};
+_Static_assert(sizeof(struct pc_arp_slot) == 16, "four ARP slots per cache line");
 
 /* Queue i of a port: worker i's, and nobody else's. */
 struct pc_port_q {
@@ -42,8 +94,16 @@ struct pc_port_q {
         bool poller_registered;
         struct rte_mbuf **tx; /* [burst] */
         struct rte_mempool *pool; /* its worker's socket's */
-        struct pc_arp_entry arp[PC_ARP_SLOTS];
         struct pc_qstats st;
+        /* TCP: this queue's engine (NULL on a port with its own RX
+         * handler), its connections, frames waiting for ARP. */
+        struct pc_tcpe *tcpe;
+        struct pc__dconn *conns;
+        uint16_t next_lport;
+        unsigned nhold;
+        struct pc_tcp_held hold[PC_TCP_HOLD];
+        uint32_t arp_asked;
+        uint64_t arp_asked_at;
 } PC_ALIGNED;
 
 struct pc_udp_bind {
@@ -65,6 +125,16 @@ struct pc_port {
         struct pc_udp_bind binds[PC_UDP_MAX_BINDS];
         unsigned nbinds;
         struct pc_port_q *q; /* [nq], one per worker */
+        /* TCP: listeners (fixed before the run), and how the device
+         * steers flows: with @steer, RSS over @rss_key and @reta. */
+        struct pc__dlistener *tl[PC_TCP_MAX_LISTEN];
+        unsigned ntl;
+        bool steer;
+        uint8_t rss_key[64];
+        uint16_t reta_size;
+        uint16_t reta[PC_RETA_MAX];
+        /* Shared by the workers, written on ARP frames only. */
+        struct pc_arp_slot arp[PC_ARP_SLOTS] PC_ALIGNED;
 };
 
 struct pc_dpdk {
@@ -97,6 +167,33 @@ static inline void pc__qcount(_Atomic uint64_t *c, uint64_t n)
                               memory_order_relaxed);
 }
 void pc__port_drop(struct pc_port_q *q, struct rte_mbuf *m, enum pc_pkt_err why);
+
+/* arp.c: the port's ARP table, shared by its workers. Any thread. */
+bool pc__arp_lookup(const struct pc_port *p, uint32_t addr, uint8_t *mac);
+/* Learn @addr at @mac: update an entry we hold; add one only if @create. */
+void pc__arp_learn(struct pc_port *p, uint32_t addr, const uint8_t *mac, bool create);
+
+/* tcp.c */
+struct pc_pkt;
+int pc__tcp_port_init(struct pc_port *p, const struct pc_tcpe_config *cfg,
+                      const struct rte_eth_dev_info *info, bool rss);
+void pc__tcp_port_free(struct pc_port *p);
+/* A TCP segment to us from the stack's RX (takes @m). */
+void pc__tcp_rx(struct pc_port *p, struct pc_port_q *q, struct rte_mbuf *m,
+                const struct pc_pkt *pk);
+/* Once per RX pass: flush, timers, held frames. Returns work done. */
+unsigned pc__tcp_poll(struct pc_port_q *q);
+void pc__dconn_unlink(struct pc__dconn *dc);
+/* pc__dtcp_listen() whose listener frees @owned when the port closes. */
+int pc__dtcp_listen_owned(struct pc_port *p, uint16_t port, const struct pc_tcp_callbacks *cb,
+                          void *arg, void *owned, struct pc_tcp_listener **out);
+
+/* tcp_fiber.c */
+/* The connection's memory may go: false while its handler still runs. */
+bool pc__dconn_release(struct pc__dconn *dc);
+/* The run is stopping: fibers waiting on @q's connections get -ECANCELED. */
+void pc__dtcp_fibers_cancel(struct pc_port_q *q);
+void pc__dconn_free(struct pc__dconn *dc);
 
 /* telemetry.c */
 void pc__telemetry_register(struct pc_runtime *rt);

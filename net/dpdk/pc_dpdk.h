@@ -2,7 +2,7 @@
 /*
  * percore on DPDK: ports with one RX and one TX queue per worker, an RX
  * poller per (port, worker), buffered TX, per-queue counters, and a small
- * IPv4/UDP service API on top (ARP, ICMP echo, UDP).
+ * IPv4 stack on top (ARP, ICMP echo, UDP, and TCP through pc_net.h).
  *
  * DPDK is used when the runtime is created with PERCORE_EAL_ARGS (or
  * cfg.eal_args) set to a non-empty string: pc_runtime_create() then starts
@@ -25,6 +25,7 @@
 #include "percore.h"
 #include "pc_net.h"
 #include "pc_proto.h"
+#include "pc_tcp.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -57,6 +58,13 @@ struct pc_port_opts {
         pc_rx_fn rx;      /**< RX handler; NULL = the IPv4 stack (ARP, ICMP, UDP) */
         void *rx_arg;
         bool promiscuous; /**< enable promiscuous mode */
+        /** TCP engine settings of every queue (NULL: pc_tcp.h's defaults;
+         * an all-zero secret: one random secret for the port). A port
+         * served by the stack (rx NULL) always has TCP; one with an rx of
+         * its own has it only when this is set, for a handler that passes
+         * what it does not take on to pc_stack_rx() (a filter in front of
+         * the stack). */
+        const struct pc_tcpe_config *tcp;
 };
 
 /**
@@ -66,7 +74,10 @@ struct pc_port_opts {
  * with the hash types masked to what the device offers (none: no RSS), an
  * mbuf pool per socket (one SOCKET_ID_ANY pool without hugepages), and
  * start it. Each worker starts polling it when pc_runtime_run() starts.
- * The port is stopped and closed by pc_runtime_destroy().
+ * The port is stopped and closed by pc_runtime_destroy(). A port with TCP
+ * and several queues but no RSS hands segments between workers
+ * (pc_net.h's TCP, net/dpdk/tcp.c): it sets up the shard layer with the
+ * defaults unless pc_shard_init() was called before.
  *
  * Errors: -EINVAL (bad argument, runtime not on DPDK, too few queues on
  * the device: message logged), -ENODEV (no such port), -ENOSPC (too many
@@ -171,17 +182,34 @@ int pc_udp_bind(struct pc_port *p, uint16_t udp_port, pc_udp_fn fn, void *arg);
 
 /**
  * Send @len bytes from UDP port @sport of @p's address to @to (its MAC as
- * given, else from the worker's ARP cache; a miss sends an ARP request and
- * fails with -EHOSTUNREACH: retry later). The UDP checksum is computed.
+ * given, else from the port's ARP table, which every worker shares; a
+ * miss sends an ARP request and fails with -EHOSTUNREACH: retry later). The UDP checksum is computed.
  * Errors: -EPERM off-worker, -EINVAL, -EMSGSIZE (over one frame),
  * -ENOBUFS (pool empty), -EHOSTUNREACH. Worker only.
  */
 int pc_udp_send(struct pc_port *p, const struct pc_udp_peer *to, uint16_t sport,
                 const void *data, size_t len);
 
+/* TCP on a port (pc_tcp_listen_dpdk(), pc_tcp_connect_dpdk() and the
+ * pc_conn_* calls) is in pc_net.h, shared with the kernel backend. */
+
+/**
+ * The TCP engines' counters (pc_tcp.h) of queue @queue of @p, or of every
+ * queue together when @queue is -1, plus in @handoffs the segments that
+ * reached a worker other than their connection's and were handed over,
+ * in @arp_held the frames that waited for an ARP answer and in @arp_drops
+ * those dropped for want of one (each may be NULL).
+ * Errors: -EINVAL, -ENOTSUP (@p has its own RX handler: no TCP).
+ * Any thread while the runtime is not running (the engines' counters are
+ * their workers' own); while it runs, the worker of @queue for its queue.
+ */
+int pc_port_tcp_stats(const struct pc_port *p, int queue, struct pc_tcpe_stats *out,
+                      uint64_t *handoffs, uint64_t *arp_held, uint64_t *arp_drops);
+
 /**
  * The IPv4 stack as an RX handler (what a NULL opts.rx installs): handles
- * ARP, ICMP echo and bound UDP ports, drops and counts everything else.
+ * ARP, ICMP echo, bound UDP ports and TCP, drops and counts everything
+ * else.
  */
 void pc_stack_rx(struct pc_port *p, struct rte_mbuf **pkts, uint16_t n, void *arg);
 

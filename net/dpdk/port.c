@@ -88,11 +88,13 @@ static unsigned rx_poll(void *arg)
         if (unlikely(atomic_load_explicit(&p->rt->stop_req, memory_order_relaxed)))
                 return 0;
         n = rte_eth_rx_burst(p->port_id, q->qid, pkts, p->burst);
-        if (n == 0)
-                return 0;
-        pc__qcount(&q->st.rx, n);
-        p->rx(p, pkts, n, p->rx_arg);
-        return n;
+        if (n) {
+                pc__qcount(&q->st.rx, n);
+                p->rx(p, pkts, n, p->rx_arg);
+        }
+        /* TCP's flush and timers, after the burst and before the TX flush
+         * poller (tcp.c). */
+        return n + pc__tcp_poll(q);
 }
 
 /* A NIC queue cannot wake a parked worker: a worker that owns one polls. */
@@ -156,12 +158,24 @@ static void worker_start(struct pc_worker *w, void *arg)
         }
 }
 
+/* Worker-stopping hook: fibers waiting on this worker's DPDK connections
+ * get -ECANCELED, so they run to their end in the drain. */
+static void worker_stopping(struct pc_worker *w, void *arg)
+{
+        struct pc_dpdk *d = arg;
+
+        for (unsigned i = 0; i < d->nports; i++)
+                if (d->ports[i]->q[w->id].tcpe)
+                        pc__dtcp_fibers_cancel(&d->ports[i]->q[w->id]);
+}
+
 /* ---- open / close --------------------------------------------------------- */
 
 static void free_port(struct pc_port *p)
 {
         if (p == NULL)
                 return;
+        pc__tcp_port_free(p);
         for (unsigned i = 0; p->q && i < p->nq; i++) {
                 if (p->q[i].ntx)
                         rte_pktmbuf_free_bulk(p->q[i].tx, p->q[i].ntx);
@@ -252,9 +266,11 @@ int pc_port_open(struct pc_runtime *rt, const char *name_or_id, const struct pc_
                 return -EINVAL;
         }
 
-        p = calloc(1, sizeof(*p));
+        /* Aligned: the shared ARP table starts on a cache line of its own. */
+        p = aligned_alloc(PC_CACHE_LINE, sizeof(*p));
         if (p == NULL)
                 return -ENOMEM;
+        memset(p, 0, sizeof(*p));
         p->rt = rt;
         p->port_id = pid;
         p->nq = rt->nworkers;
@@ -315,6 +331,14 @@ int pc_port_open(struct pc_runtime *rt, const char *name_or_id, const struct pc_
                 rte_eth_macaddr_get(pid, &mac);
                 memcpy(p->mac, mac.addr_bytes, 6);
         }
+        if (p->rx == pc_stack_rx || opts->tcp) {
+                rc = pc__tcp_port_init(p, opts->tcp, &info, rss != 0);
+                if (rc) {
+                        pc_log(PC_LOG_ERROR, "port %s: TCP engines: %s", p->name,
+                               pc_strerror(rc));
+                        goto fail;
+                }
+        }
         if (opts->promiscuous)
                 rte_eth_promiscuous_enable(pid);
         rc = rte_eth_dev_start(pid);
@@ -326,14 +350,20 @@ int pc_port_open(struct pc_runtime *rt, const char *name_or_id, const struct pc_
                 /* Every worker registers its RX pollers on its own thread
                  * when its loop starts. */
                 d->module.worker_start = worker_start;
+                d->module.worker_stopping = worker_stopping;
                 d->module.metrics = port_metrics;
                 d->module.arg = d;
                 pc__module_add(rt, &d->module);
                 d->hooked = true;
         }
         d->ports[d->nports++] = p;
-        pc_log(PC_LOG_INFO, "port %u (%s): %u RX/TX queues, %u/%u descriptors, burst %u, RSS %s",
-               pid, p->name, p->nq, rxd, txd, p->burst, rss ? "symmetric" : "off");
+        pc_log(PC_LOG_INFO,
+               "port %u (%s): %u RX/TX queues, %u/%u descriptors, burst %u, RSS %s%s", pid,
+               p->name, p->nq, rxd, txd, p->burst, rss ? "symmetric" : "off",
+               p->q[0].tcpe == NULL ? ""
+               : p->steer       ? ", TCP steered by RSS"
+               : p->nq > 1      ? ", TCP handed to owners"
+                                : ", TCP");
         *out = p;
         return 0;
 fail:
@@ -431,6 +461,11 @@ static void port_metrics(struct pc_runtime *rt, struct pc__prom *p, void *arg)
                 F("drops_total", drops, "Packets freed unsent or unhandled."),
                 F("errors_total", errors, "Send errors of the queue."),
                 F("malformed_total", malformed, "Frames a parser rejected."),
+                F("tcp_handoffs_total", tcp_handoffs,
+                  "TCP segments handed to the worker owning their connection."),
+                F("tcp_arp_held_total", arp_held, "TCP frames held for an ARP answer."),
+                F("tcp_arp_drops_total", arp_drops,
+                  "Held TCP frames dropped: hold full or no ARP answer."),
 #undef F
         };
         struct pc_dpdk *d = arg;

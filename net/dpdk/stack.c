@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The IPv4 stack over a port: answers ARP requests for the port's address
- * and learns senders into a small per-worker ARP cache, answers ICMP echo
- * requests in place (the request's mbuf becomes the reply), and delivers
+ * and learns senders into the port's ARP table, which all its workers
+ * share (arp.c), answers ICMP echo
+ * requests in place (the request's mbuf becomes the reply), delivers
  * UDP datagrams to the bound port's callback on the worker whose RX queue
- * received them. Anything else is dropped and counted by reason.
+ * received them, and TCP segments to that worker's TCP engine (tcp.c). Anything else is dropped and counted by reason.
  */
 #include <errno.h>
 #include <string.h>
@@ -12,28 +13,6 @@
 #include "dpdk_pvt.h"
 
 static const uint8_t bcast_mac[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
-
-static inline unsigned arp_slot(uint32_t addr)
-{
-        return (addr * 2654435761u) >> 28 & (PC_ARP_SLOTS - 1);
-}
-
-static void arp_learn(struct pc_port_q *q, uint32_t addr, const uint8_t *mac)
-{
-        struct pc_arp_entry *e = &q->arp[arp_slot(addr)];
-
-        if (addr == 0)
-                return;
-        e->addr = addr;
-        memcpy(e->mac, mac, 6);
-}
-
-static const uint8_t *arp_lookup(const struct pc_port_q *q, uint32_t addr)
-{
-        const struct pc_arp_entry *e = &q->arp[arp_slot(addr)];
-
-        return e->addr == addr && addr != 0 ? e->mac : NULL;
-}
 
 static void handle_arp(struct pc_port *p, struct pc_port_q *q, struct rte_mbuf *m,
                        const struct pc_pkt *pk)
@@ -44,12 +23,11 @@ static void handle_arp(struct pc_port *p, struct pc_port_q *q, struct rte_mbuf *
 
         if (p->ipv4 == 0 || pk->arp_tpa != p->ipv4) {
                 /* RFC 826: update an entry we hold even when not the target. */
-                if (arp_lookup(q, spa))
-                        arp_learn(q, spa, pk->arp_sha);
+                pc__arp_learn(p, spa, pk->arp_sha, false);
                 pc__port_drop(q, m, PC_PKT_NOT_OURS);
                 return;
         }
-        arp_learn(q, spa, pk->arp_sha);
+        pc__arp_learn(p, spa, pk->arp_sha, true);
         if (pk->arp_op != PC_ARP_REQUEST) {
                 rte_pktmbuf_free(m);
                 return;
@@ -115,6 +93,11 @@ void pc_stack_rx(struct pc_port *p, struct rte_mbuf **pkts, uint16_t n, void *ar
                 }
                 if (pk.ip_proto == PC_IPPROTO_UDP) {
                         handle_udp(p, q, m, &pk);
+                } else if (pk.ip_proto == PC_IPPROTO_TCP) {
+                        if (pk.ip_dst == p->ipv4)
+                                pc__tcp_rx(p, q, m, &pk);
+                        else
+                                pc__port_drop(q, m, PC_PKT_NOT_OURS);
                 } else if (pk.icmp_type == PC_ICMP_ECHO_REQUEST && pk.ip_dst == p->ipv4) {
                         size_t len = pc_icmp_echo_reply(rte_pktmbuf_mtod(m, uint8_t *), &pk);
                         m->data_len = (uint16_t)len;
@@ -173,6 +156,7 @@ int pc_udp_send(struct pc_port *p, const struct pc_udp_peer *to, uint16_t sport,
         struct pc_port_q *q;
         struct rte_mbuf *m;
         const uint8_t *mac;
+        uint8_t learned[6];
         size_t flen;
 
         if (w == NULL || p == NULL || w->rt != p->rt)
@@ -186,7 +170,9 @@ int pc_udp_send(struct pc_port *p, const struct pc_udp_peer *to, uint16_t sport,
                 mac = to->mac;
         else if (to->addr == 0xffffffffu)
                 mac = bcast_mac;
-        else if ((mac = arp_lookup(q, to->addr)) == NULL) {
+        else if (pc__arp_lookup(p, to->addr, learned))
+                mac = learned;
+        else {
                 send_arp_request(p, q, to->addr);
                 return -EHOSTUNREACH;
         }

@@ -15,6 +15,7 @@
 
 #include "pc_core_pvt.h"
 #include "pc_knet.h"
+#include "pc_net_pvt.h"
 
 /* Tunables. */
 #define KNET_MAX_CONNS 4096
@@ -72,6 +73,7 @@ struct klsock {
 };
 
 struct pc_tcp_listener {
+        struct pc__conn_base base; /* first: pc_net's dispatch (tcp_api.c) */
         const struct pc_tcp_callbacks *cb;
         void *arg;
         void *serve; /* pc_tcp_serve()'s record (the callbacks' @arg), or NULL */
@@ -87,6 +89,7 @@ struct kbuf {
 };
 
 struct pc_conn {
+        struct pc__conn_base base; /* first: pc_net's dispatch (tcp_api.c) */
         struct kworker *kw;
         int fd;
         const struct pc_tcp_callbacks *cb;

@@ -105,31 +105,9 @@ int pc_knet_configure(struct pc_runtime *rt, const struct pc_knet_opts *opts);
 
 /* ---- TCP ------------------------------------------------------------------ */
 
-struct pc_conn;
-struct pc_tcp_listener;
-
-/**
- * Connection callbacks; they run on the connection's worker. Any may be
- * NULL. @arg is the one given to pc_tcp_listen() or pc_tcp_connect().
- */
-struct pc_tcp_callbacks {
-        /** A connection was accepted (or, from pc_tcp_connect(), connected). */
-        void (*on_accept)(struct pc_conn *c, void *arg);
-        /** @len bytes arrived (valid during the call). @len 0: the peer shut
-         * its write side; the connection closes once what we queued has been
-         * sent (send the last replies now), unless pc_conn_linger() asked
-         * to wait for pc_conn_close(). */
-        void (*on_data)(struct pc_conn *c, const void *data, size_t len, void *arg);
-        /** The connection is gone: @err 0 after a clean close, else -errno
-         * (-ECONNRESET for a reset, a connect error for clients). @c is
-         * freed when this returns. */
-        void (*on_close)(struct pc_conn *c, int err, void *arg);
-        /** The output drained to half of opts.out_cap after pc_conn_send()
-         * refused a write with -ENOBUFS: send again. Once per refusal (a
-         * second refusal before it runs still gives one call); not after
-         * the connection started closing. */
-        void (*on_writable)(struct pc_conn *c, void *arg);
-};
+/* struct pc_tcp_callbacks, struct pc_conn, pc_conn_send() and the rest of
+ * the connection calls are in pc_net.h, shared with the DPDK backend;
+ * what follows opens kernel sockets. */
 
 /**
  * Listen on @addr:@port (IPv4 dotted quad; @port 0 picks a free port, the
@@ -142,9 +120,6 @@ struct pc_tcp_callbacks {
 int pc_tcp_listen(struct pc_runtime *rt, const char *addr, uint16_t port,
                   const struct pc_tcp_callbacks *cb, void *arg, struct pc_tcp_listener **out);
 
-/** The port @l listens on (host order). Any thread. */
-uint16_t pc_tcp_listener_port(const struct pc_tcp_listener *l);
-
 /**
  * Connect to @addr:@port from the calling worker; the connection belongs to
  * it. on_accept runs once connected; on failure on_close runs with the
@@ -155,49 +130,7 @@ uint16_t pc_tcp_listener_port(const struct pc_tcp_listener *l);
 int pc_tcp_connect(const char *addr, uint16_t port, const struct pc_tcp_callbacks *cb,
                    void *arg, struct pc_conn **out);
 
-/**
- * Queue @len bytes of @data to @c (copied). Sent in order, batched with
- * the worker's other I/O at the end of its poller pass.
- * Errors: -ENOBUFS (would exceed opts.out_cap; nothing queued; on_writable
- * follows once the output drained), -EMSGSIZE (@len alone exceeds
- * opts.out_cap: split it), -ENOMEM, -EPIPE
- * (closing or closed), -EINVAL, -EXDEV (not the connection's worker).
- * The connection's worker only.
- */
-int pc_conn_send(struct pc_conn *c, const void *data, size_t len);
-
-/**
- * Close @c gracefully: stop reading, send what is queued, then close;
- * on_close follows (err 0). Idempotent. Returns 0, -EINVAL, -EXDEV.
- * The connection's worker only.
- */
-int pc_conn_close(struct pc_conn *c);
-
-/**
- * Keep @c open for sending after its peer shuts its write side: the close
- * that otherwise follows on_data(len 0) once the queued output is sent
- * waits for the service's pc_conn_close() (a service whose last replies
- * are still being computed elsewhere, say). Call it any time before the
- * EOF, e.g. in on_accept. A reset still ends the connection.
- * Errors: -EINVAL, -EXDEV (not the connection's worker), -EPIPE (closing
- * or closed). The connection's worker only.
- */
-int pc_conn_linger(struct pc_conn *c);
-
-/** Output bytes of @c not yet taken by the kernel. Its worker only. */
-size_t pc_conn_buffered(const struct pc_conn *c);
-
-/** The worker @c belongs to. Any thread while @c lives. */
-unsigned pc_conn_worker(const struct pc_conn *c);
-
-/** Attach / read a user pointer. The connection's worker only. */
-void pc_conn_set_data(struct pc_conn *c, void *data);
-void *pc_conn_data(const struct pc_conn *c);
-
 /* ---- Blocking-style TCP (fibers) ------------------------------------------- */
-
-/** A connection's handler: runs in a fiber of its own (pc_fiber.h). */
-typedef void (*pc_conn_fiber_fn)(struct pc_conn *c, void *arg);
 
 /**
  * Listen like pc_tcp_listen(), but serve each accepted connection by
@@ -219,27 +152,7 @@ typedef void (*pc_conn_fiber_fn)(struct pc_conn *c, void *arg);
 int pc_tcp_serve(struct pc_runtime *rt, const char *addr, uint16_t port, pc_conn_fiber_fn fn,
                  void *arg, struct pc_tcp_listener **out);
 
-/**
- * Wait for input on @c: returns 1..@len bytes read into @buf, 0 once the
- * peer shut its write side and everything before was read, or -errno:
- * the connection's error (-ECONNRESET, -ETIMEDOUT, ...), -EPIPE after our
- * own close, -ECANCELED (the run began stopping while we waited),
- * -ESHUTDOWN (it had), -EINVAL (@buf NULL, @len 0, or @c not served by
- * pc_tcp_serve()), -EXDEV (another worker's connection), -EPERM
- * off-fiber. Fiber only: the handler's fiber, or another fiber of @c's
- * worker (one reader at a time).
- */
-ssize_t pc_conn_read(struct pc_conn *c, void *buf, size_t len);
-
-/**
- * Queue all @len bytes of @buf to @c (copied), waiting while the output is
- * full (the cap of pc_conn_send()); a write larger than the cap goes in
- * pieces. Returns @len, or -errno: the connection's error, -EPIPE (closed),
- * -ECANCELED / -ESHUTDOWN (the run stops), -ENOMEM, -EINVAL, -EXDEV,
- * -EPERM off-fiber. After an error some of the bytes may have been queued.
- * Fiber only, on @c's worker (one writer at a time).
- */
-ssize_t pc_conn_write(struct pc_conn *c, const void *buf, size_t len);
+/* pc_conn_read() and pc_conn_write() are in pc_net.h. */
 
 /* ---- UDP ------------------------------------------------------------------ */
 

@@ -455,6 +455,7 @@ static struct pc_conn *conn_new(struct kworker *kw, int fd, const struct pc_tcp_
 
         if (c == NULL)
                 return NULL;
+        c->base.backend = PC__NET_KERNEL;
         c->kw = kw;
         c->fd = fd;
         c->cb = cb;
@@ -621,6 +622,7 @@ int pc_tcp_listen(struct pc_runtime *rt, const char *addr, uint16_t port,
         l = calloc(1, sizeof(*l) + rt->nworkers * sizeof(l->s[0]));
         if (l == NULL)
                 return -ENOMEM;
+        l->base.backend = PC__NET_KERNEL;
         l->cb = cb;
         l->arg = arg;
         l->n = rt->nworkers;
@@ -646,7 +648,7 @@ int pc_tcp_listen(struct pc_runtime *rt, const char *addr, uint16_t port,
         return 0;
 }
 
-uint16_t pc_tcp_listener_port(const struct pc_tcp_listener *l)
+uint16_t pc__ktcp_listener_port(const struct pc_tcp_listener *l)
 {
         return l ? l->port : 0;
 }
@@ -689,7 +691,7 @@ int pc_tcp_connect(const char *addr, uint16_t port, const struct pc_tcp_callback
         return 0;
 }
 
-int pc_conn_send(struct pc_conn *c, const void *data, size_t len)
+int pc__kconn_send(struct pc_conn *c, const void *data, size_t len)
 {
         struct kworker *kw;
         size_t total;
@@ -719,7 +721,7 @@ int pc_conn_send(struct pc_conn *c, const void *data, size_t len)
         return 0;
 }
 
-int pc_conn_close(struct pc_conn *c)
+int pc__kconn_close(struct pc_conn *c)
 {
         if (c == NULL)
                 return -EINVAL;
@@ -733,7 +735,7 @@ int pc_conn_close(struct pc_conn *c)
         return 0;
 }
 
-int pc_conn_linger(struct pc_conn *c)
+int pc__kconn_linger(struct pc_conn *c)
 {
         if (c == NULL)
                 return -EINVAL;
@@ -764,22 +766,22 @@ void pc__conn_input_pause(struct pc_conn *c, bool pause)
         unref(c);
 }
 
-size_t pc_conn_buffered(const struct pc_conn *c)
+size_t pc__kconn_buffered(const struct pc_conn *c)
 {
         return c ? buffered(c) : 0;
 }
 
-unsigned pc_conn_worker(const struct pc_conn *c)
+unsigned pc__kconn_worker(const struct pc_conn *c)
 {
         return c->kw->id;
 }
 
-void pc_conn_set_data(struct pc_conn *c, void *data)
+void pc__kconn_set_data(struct pc_conn *c, void *data)
 {
         c->data = data;
 }
 
-void *pc_conn_data(const struct pc_conn *c)
+void *pc__kconn_data(const struct pc_conn *c)
 {
         return c->data;
 }

@@ -172,7 +172,7 @@ static int fiber_conn_check(const struct pc_conn *c)
         return 0;
 }
 
-ssize_t pc_conn_read(struct pc_conn *c, void *buf, size_t len)
+ssize_t pc__kconn_read(struct pc_conn *c, void *buf, size_t len)
 {
         int rc = fiber_conn_check(c);
 
@@ -213,7 +213,7 @@ ssize_t pc_conn_read(struct pc_conn *c, void *buf, size_t len)
         }
 }
 
-ssize_t pc_conn_write(struct pc_conn *c, const void *buf, size_t len)
+ssize_t pc__kconn_write(struct pc_conn *c, const void *buf, size_t len)
 {
         const char *p = buf;
         size_t off = 0, chunk;

@@ -53,14 +53,19 @@ enum pc_pkt_err {
         PC_PKT_UDP_SHORT,    /**< shorter than a UDP header */
         PC_PKT_UDP_LEN,      /**< UDP length field < 8 or beyond the IP payload */
         PC_PKT_UDP_CSUM,     /**< bad (non-zero) UDP checksum */
+        PC_PKT_TCP_BAD,      /**< a TCP segment the engine found malformed
+                                  (its stats say how: pc_tcp.h) */
         PC_PKT_MALFORMED_END, /**< codes below are malformed input */
         PC_PKT_IP_FRAG = PC_PKT_MALFORMED_END, /**< a fragment: not reassembled */
         PC_PKT_IP_TTL,       /**< TTL 0 */
         PC_PKT_ETHERTYPE,    /**< neither IPv4 nor ARP (VLANs included) */
-        PC_PKT_IP_PROTO,     /**< neither ICMP nor UDP */
+        PC_PKT_IP_PROTO,     /**< neither ICMP, UDP nor TCP */
         PC_PKT_NOT_OURS,     /**< addressed to another host */
         PC_PKT_ICMP_TYPE,    /**< ICMP other than echo request */
         PC_PKT_NO_LISTENER,  /**< UDP port nobody bound */
+        PC_PKT_TCP_DROP,     /**< a well-formed TCP segment the engine did not
+                                  take (no connection, out of window...: its
+                                  stats say why) */
         PC_PKT_NR
 };
 

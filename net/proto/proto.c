@@ -30,6 +30,8 @@ static const char *const err_names[PC_PKT_NR] = {
         [PC_PKT_NOT_OURS] = "not_ours",
         [PC_PKT_ICMP_TYPE] = "icmp_type",
         [PC_PKT_NO_LISTENER] = "no_listener",
+        [PC_PKT_TCP_BAD] = "tcp_bad",
+        [PC_PKT_TCP_DROP] = "tcp_drop",
 };
 
 const char *pc_pkt_err_name(enum pc_pkt_err e)
@@ -195,6 +197,17 @@ enum pc_pkt_err pc_pkt_parse(const uint8_t *buf, size_t len, struct pc_pkt *p)
                 if (e == PC_PKT_OK)
                         p->payload_off += p->l4_off;
                 return e;
+        case PC_IPPROTO_TCP:
+                /* The segment is the TCP engine's to check (pc_tcp_parse());
+                 * the ports are read here so the stack can find the
+                 * connection's worker. The payload is the whole segment. */
+                if (p->l4_len >= 4) {
+                        p->sport = pc_rd16(l4);
+                        p->dport = pc_rd16(l4 + 2);
+                }
+                p->payload_off = p->l4_off;
+                p->payload_len = p->l4_len;
+                return PC_PKT_OK;
         default:
                 return PC_PKT_IP_PROTO;
         }

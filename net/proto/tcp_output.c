@@ -143,17 +143,23 @@ static void emit_tcb(struct pc_tcb *c, uint32_t seq, uint8_t flags, uint32_t wnd
                      d0, l0, d1, l1);
 }
 
+/* A segment without data, SYN or FIN carries SND.MAX, not SND.NXT: after
+ * a timeout SND.NXT goes back to SND.UNA for the retransmission, and a
+ * peer that already received up to SND.MAX would find SEG.SEQ below
+ * RCV.NXT, take the segment for an old duplicate (RFC 9293 3.10.7.4) and
+ * ignore its ACK; if both ends are retransmitting, neither ever hears the
+ * other's ACKs (the livelock BSD's tcp_output() avoids the same way). */
 void pc__tcb_send_ack(struct pc_tcb *c)
 {
         uint32_t wnd = pc__tcb_rcv_wnd(c);
 
-        emit_tcb(c, c->snd_nxt, PC_TCP_ACK, wnd, NULL, 0, 0, 0);
+        emit_tcb(c, c->snd_max, PC_TCP_ACK, wnd, NULL, 0, 0, 0);
         ack_sent(c, wnd);
 }
 
 void pc__tcb_send_rst(struct pc_tcb *c)
 {
-        emit_tcb(c, c->snd_nxt, PC_TCP_RST | PC_TCP_ACK, 0, NULL, 0, 0, 0);
+        emit_tcb(c, c->snd_max, PC_TCP_RST | PC_TCP_ACK, 0, NULL, 0, 0, 0);
 }
 
 void pc__tcp_reply_rst(struct pc_tcpe *e, uint32_t saddr, uint32_t daddr,

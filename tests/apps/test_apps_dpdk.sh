@@ -4,8 +4,9 @@
 # DPDK's af_packet PMD over veth pc_a_v0 (root namespace, no kernel
 # address), at 10.78.0.1 with two workers (a queue pair each); the kernel
 # side, pc_a_v1 in namespace pc_a_ns at 10.78.0.2, resolves us with ARP and
-# sends UDP: echo datagrams, then memcached UDP frames (set, get across
-# shards, a reply over several datagrams). The namespace and veth are
+# sends UDP: echo datagrams, then TCP streams to percore's own TCP, then
+# memcached UDP frames (set, get across shards, a reply over several
+# datagrams), then memcapable over TCP. The namespace and veth are
 # removed on every exit, and stale ones at start.
 set -uo pipefail
 echo_bin=$1 kv_bin=$2
@@ -53,7 +54,7 @@ start() { # wait for the app's banner
 
 # ---- pc-echo
 banner="dpdk backend"
-start "$echo_bin" --backend dpdk -l "$ours" -U 7 -t 2
+start "$echo_bin" --backend dpdk -l "$ours" -U 7 -p 7 -t 2
 ip netns exec "$ns" python3 - "$ours" <<'PY' || fail "pc-echo UDP"
 import socket, sys
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -65,11 +66,61 @@ for i in range(20):
     assert data == msg and peer == (sys.argv[1], 7), (data[:40], peer)
 print("ok: pc-echo --backend dpdk echoed 20 datagrams")
 PY
+# TCP: Linux's own TCP connects to percore's, 64 connections at once, each
+# writing its stream in pieces of varied size (1 byte to 64 KiB, 1.5 MB at
+# most) while reading the echo; every byte must come back once, in order.
+tcp_echo_check() { # N connections
+ip netns exec "$ns" python3 - "$ours" "$1" <<'PY'
+import selectors, socket, sys
+N = int(sys.argv[2])
+sel = selectors.DefaultSelector()
+conns = []
+for i in range(N):
+    s = socket.create_connection((sys.argv[1], 7), timeout=5)
+    s.setblocking(False)
+    total = [1, 100, 1460, 1461, 65536, 200000, 1500000, 7][i % 8] + i
+    data = bytes((k * 7 + i * 13 + (k >> 9)) & 255 for k in range(total))
+    c = {"s": s, "data": data, "sent": 0, "got": bytearray(), "w": 1 + i * 37}
+    conns.append(c)
+    sel.register(s, selectors.EVENT_READ | selectors.EVENT_WRITE, c)
+left = N
+while left:
+    ev = sel.select(timeout=20)
+    assert ev, "stalled: %d connections unfinished" % left
+    for key, mask in ev:
+        c = key.data
+        s = c["s"]
+        if mask & selectors.EVENT_WRITE and c["sent"] < len(c["data"]):
+            n = min(c["w"] % 65536 + 1, len(c["data"]) - c["sent"])
+            c["w"] = c["w"] * 1103515245 + 12345
+            c["sent"] += s.send(c["data"][c["sent"]:c["sent"] + n])
+            if c["sent"] == len(c["data"]):
+                sel.modify(s, selectors.EVENT_READ, c)
+        if mask & selectors.EVENT_READ:
+            b = s.recv(262144)
+            assert b, "EOF before the whole echo"
+            c["got"] += b
+            assert c["data"].startswith(c["got"]), "echo differs"
+            if len(c["got"]) == len(c["data"]):
+                sel.unregister(s)
+                s.close()
+                left -= 1
+print("ok: pc-echo --backend dpdk echoed %d TCP streams (%d bytes) byte-exact"
+      % (N, sum(len(c["data"]) for c in conns)))
+PY
+}
+tcp_echo_check 64 || fail "pc-echo TCP"
 stop_server || fail "pc-echo exit status"
+grep -q "pc-echo: tcp accepted=64 " "$out" || fail "pc-echo TCP counters"
+# The same, served blocking-style: a fiber per connection.
+start "$echo_bin" --backend dpdk -l "$ours" -p 7 -U 0 -t 2 --fibers
+tcp_echo_check 16 || fail "pc-echo --fibers TCP"
+stop_server || fail "pc-echo --fibers exit status"
+grep -q "pc-echo: tcp accepted=16 " "$out" || fail "pc-echo --fibers TCP counters"
 
 # ---- pc-kv
 banner="listening"
-start "$kv_bin" --backend dpdk -l "$ours" -U 11211 -t 2 -m 16
+start "$kv_bin" --backend dpdk -l "$ours" -U 11211 -p 11211 -t 2 -m 16
 ip netns exec "$ns" python3 - "$ours" <<'PY' || fail "pc-kv UDP"
 import socket, struct, sys
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -98,6 +149,19 @@ assert ask(b"get big0 big1 big2 big3\r\n", 102) == b"".join(
 assert ask(b"version\r\n", 103) == b"VERSION 1.6.0-pc-kv\r\n"
 print("ok: pc-kv --backend dpdk answered memcached UDP frames")
 PY
+# TCP on percore's own TCP: libmemcached's conformance suite (ASCII and
+# binary), from the kernel's side of the veth.
+capable=$(command -v memccapable || command -v memcapable || true)
+if [ -n "$capable" ]; then
+	ip netns exec "$ns" "$capable" -h "$ours" -p 11211 -t 10 >"$out.capable" 2>&1 &&
+		grep -q "All tests passed" "$out.capable" &&
+		[ "$(grep -c '\[pass\]' "$out.capable")" -ge 50 ] ||
+		{ cat "$out.capable"; rm -f "$out.capable"; fail "memcapable over DPDK TCP"; }
+	rm -f "$out.capable"
+	echo "ok: memcapable passed against pc-kv --backend dpdk over TCP"
+else
+	echo "note: memcapable not installed (libmemcached-tools): TCP conformance not run"
+fi
 stop_server || fail "pc-kv exit status"
 grep -q "udp_requests=47 " "$out" || fail "pc-kv counted other than 47 UDP requests"
 cat "$out"

@@ -170,6 +170,9 @@ if [ -n "$fwd_bin" ]; then
 	done
 	[ -n "$(metric "$s" 'percore_port_device_errors_total{port=net_null0}')" ] ||
 		fail "pc-fwd: no device errors family"
+	# pc-fwd's ports have no TCP: the TCP counters are there, and 0.
+	[ "$(metric "$s" 'percore_port_tcp_handoffs_total{port=net_null0,queue=1}')" = 0 ] ||
+		fail "pc-fwd: no TCP hand-off counter"
 	wait "$pid" || { cat "$out"; fail "pc-fwd exited $?"; }
 	pid=
 fi

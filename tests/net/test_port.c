@@ -3,7 +3,8 @@
  * Ports over net_null and net_ring with 4 workers (unpinned): every worker
  * owns its queue of every port; packets are counted in and out exactly;
  * the stack drops and counts malformed frames of every kind and answers
- * ARP, ICMP echo and UDP over a looped-back ring; the telemetry commands
+ * ARP, ICMP echo and UDP over a looped-back ring; an ARP entry one worker
+ * learned serves the others; the telemetry commands
  * answer on DPDK's socket.
  */
 #include <errno.h>
@@ -317,7 +318,13 @@ static void make_cases(void)
         b->f[PC_ETH_HLEN + 8] = 0;
         fix_ip(b->f);
         b = add(PC_PKT_IP_PROTO);
-        b->f[PC_ETH_HLEN + 9] = 6;
+        b->f[PC_ETH_HLEN + 9] = 47; /* GRE */
+        fix_ip(b->f);
+        /* TCP goes to the worker's engine, which finds 12 bytes too short
+         * for a TCP header; a well-formed segment to a closed port is
+         * answered with a reset (which loops back: not ours). */
+        b = add(PC_PKT_TCP_BAD);
+        b->f[PC_ETH_HLEN + 9] = PC_IPPROTO_TCP;
         fix_ip(b->f);
         b = add(PC_PKT_ETHERTYPE);
         b->f[12] = 0x86, b->f[13] = 0xdd;
@@ -414,6 +421,98 @@ static void test_stack_drops_every_kind(void **state)
         assert_int_equal(s.drops, ncases - 3 + 3);
         /* Every malformed kind was among the cases. */
         assert_int_equal(nmal, PC_PKT_MALFORMED_END - 1);
+}
+
+/* ---- the ARP table is the port's, not a worker's -------------------------- */
+
+/* Worker 1 receives an ARP reply from PEER2; worker 3, which never saw it,
+ * must then reach PEER2 without asking again. Each step is a task that
+ * starts the next once the previous one's effect is certain: no timing. */
+#define PEER2_IP 0x0a000003u
+static const uint8_t PEER2_MAC[6] = {0x02, 0, 0, 0, 0, 0x42};
+static _Atomic int arp_step;
+static uint64_t arp_rx1;
+
+static int send_to_peer2(void)
+{
+        struct pc_udp_peer to = {.addr = PEER2_IP, .port = 6000};
+
+        return pc_udp_send(R1, &to, UDP_PORT, "hi", 2);
+}
+
+static void arp_worker3_after(void *arg)
+{
+        (void)arg;
+        if (me() != 3 || send_to_peer2() != 0)
+                atomic_fetch_add(&failures, 1);
+        atomic_store(&arp_step, 3);
+}
+
+static void arp_worker1_wait(void *arg)
+{
+        struct pc_port_stats s;
+
+        (void)arg;
+        pc_port_stats(R1, 1, &s);
+        /* This task runs after the RX pass that took the reply: learned. */
+        if (s.rx <= arp_rx1) {
+                if (!pc_runtime_stopping(RT))
+                        pc_spawn(arp_worker1_wait, NULL);
+                return;
+        }
+        atomic_store(&arp_step, 2);
+        pc_spawn_on(3, arp_worker3_after, NULL);
+}
+
+static void arp_worker1_reply(void *arg)
+{
+        struct rte_mbuf *m = rte_pktmbuf_alloc(pc_port_pool(R1));
+        struct pc_port_stats s;
+        size_t len;
+
+        (void)arg;
+        if (m == NULL || me() != 1) {
+                atomic_fetch_add(&failures, 1);
+                return;
+        }
+        pc_port_stats(R1, 1, &s);
+        arp_rx1 = s.rx;
+        len = pc_arp_build(rte_pktmbuf_mtod(m, uint8_t *), rte_pktmbuf_tailroom(m),
+                           PC_ARP_REPLY, pc_port_mac(R1), PEER2_MAC, PEER2_IP, pc_port_mac(R1),
+                           MY_IP);
+        rte_pktmbuf_append(m, (uint16_t)len);
+        pc_port_tx(R1, m); /* loops back to worker 1's RX queue */
+        pc_spawn(arp_worker1_wait, NULL);
+}
+
+static void arp_worker3_before(void *arg)
+{
+        (void)arg;
+        /* Not learned yet: a miss (and an ARP request). */
+        if (me() != 3 || send_to_peer2() != -EHOSTUNREACH)
+                atomic_fetch_add(&failures, 1);
+        atomic_store(&arp_step, 1);
+        pc_spawn_on(1, arp_worker1_reply, NULL);
+}
+
+static bool arp_done(void)
+{
+        return atomic_load(&arp_step) == 3;
+}
+
+static void arp_main(void *arg)
+{
+        (void)arg;
+        pc_spawn_on(3, arp_worker3_before, NULL);
+        start_watch(arp_done);
+}
+
+static void test_arp_shared_by_workers(void **state)
+{
+        (void)state;
+        assert_int_equal(pc_runtime_run(RT, arp_main, NULL), 0);
+        assert_int_equal(atomic_load(&arp_step), 3);
+        assert_int_equal(atomic_load(&failures), 0);
 }
 
 /* ---- telemetry -------------------------------------------------------------- */
@@ -527,6 +626,7 @@ int main(void)
                 cmocka_unit_test(test_null_forward),
                 cmocka_unit_test(test_ring_per_worker_queues),
                 cmocka_unit_test(test_stack_drops_every_kind),
+                cmocka_unit_test(test_arp_shared_by_workers),
                 cmocka_unit_test(test_telemetry),
         };
         return cmocka_run_group_tests(tests, setup, teardown);

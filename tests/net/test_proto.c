@@ -192,9 +192,22 @@ static void test_malformed_every_kind(void **state)
         fix_ip_csum(f);
         EXPECT(f, len, PC_PKT_IP_TTL);
         memcpy(f, g, len);
-        ip[9] = 6; /* TCP */
+        ip[9] = 47; /* GRE */
         fix_ip_csum(f);
         EXPECT(f, len, PC_PKT_IP_PROTO);
+        /* TCP is the engine's to check: the parser takes it and reads the
+         * ports (here the UDP header's first four bytes). */
+        ip[9] = PC_IPPROTO_TCP;
+        fix_ip_csum(f);
+        {
+                struct pc_pkt tp;
+                assert_int_equal(pc_pkt_parse(f, len, &tp), PC_PKT_OK);
+                assert_int_equal(tp.ip_proto, PC_IPPROTO_TCP);
+                assert_int_equal(tp.sport, pc_rd16(ip + 20));
+                assert_int_equal(tp.dport, pc_rd16(ip + 22));
+                assert_int_equal(tp.payload_off, PC_ETH_HLEN + PC_IPV4_HLEN);
+                assert_int_equal(tp.payload_len, len - PC_ETH_HLEN - PC_IPV4_HLEN);
+        }
         memcpy(f, g, len);
         f[12] = 0x86, f[13] = 0xdd;
         EXPECT(f, len, PC_PKT_ETHERTYPE);

@@ -716,6 +716,51 @@ static void test_garbage(void **state)
         finish();
 }
 
+/* ---- ACKs while retransmitting ----------------------------------------------- */
+
+static void test_ack_after_rto_carries_snd_max(void **state)
+{
+        const struct wire_cap *k = NULL;
+        struct pc_tcpe_stats st;
+        struct tapp *a;
+        uint32_t s;
+        uint8_t blob[3 * 1460];
+
+        (void)state;
+        /* RFC 9293 3.10.7.4: a segment is acceptable only from RCV.NXT on.
+         * After a timeout the sender retransmits from SND.UNA, but a peer
+         * that got everything up to SND.MAX (only its ACKs were lost) has
+         * RCV.NXT there: an ACK we send meanwhile must carry SND.MAX, or
+         * the peer drops it as old and never sees what it acknowledges
+         * (two ends retransmitting at once then never recover). */
+        setup(NULL);
+        s = raw_connect(SPORT, 1000);
+        a = last_app();
+        memset(blob, 'd', sizeof(blob));
+        assert_int_equal(pc_tcb_send(a->c, blob, sizeof(blob)), 0);
+        wire_flush(&w);
+        /* Three segments left; the raw peer takes them and says nothing
+         * until the retransmission timer fires. */
+        do {
+                assert_true(wire_step(&w, w.now + 10 * SEC));
+                wire_stats(&w, 1, &st);
+        } while (st.timeouts == 0);
+        /* Now data from the peer, acknowledging nothing new: our ACK of it
+         * must carry SND.MAX = s + 1 + 3 * 1460. */
+        assert_int_equal(inject(SPORT, 1001, s + 1, PC_TCP_ACK, "0123456789", 10), PC_TCP_OK);
+        for (int n = 0; n < 100; n++) {
+                k = wire_last(&w);
+                if (k->s.len == 0 && k->s.ack == 1011)
+                        break;
+                assert_true(wire_step(&w, w.now + SEC));
+        }
+        k = wire_last(&w);
+        assert_int_equal(k->s.len, 0);
+        assert_int_equal(k->s.ack, 1011);
+        assert_int_equal(k->s.seq, s + 1 + 3 * 1460);
+        finish();
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -735,6 +780,7 @@ int main(void)
                 cmocka_unit_test(test_conn_limit),
                 cmocka_unit_test(test_ooo_flood_bounded),
                 cmocka_unit_test(test_garbage),
+                cmocka_unit_test(test_ack_after_rto_carries_snd_max),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

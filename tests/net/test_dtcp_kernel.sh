@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# percore's TCP against Linux's, over a veth pair: percore's side is DPDK's
+# af_packet PMD on pc_k_v0 (root namespace, no kernel address) at
+# 10.80.0.1 with two workers; the kernel's side pc_k_v1 in namespace
+# pc_k_ns at 10.80.0.2 runs an echo server. percore connects to it
+# (dtcp_client: CONNS connections at once, split and large writes) and
+# checks every byte. (The kernel connecting to percore is apps-dpdk-netns,
+# through pc-echo.) The namespace and veth are removed on every exit, and
+# stale ones at start.
+set -uo pipefail
+client=$1 conns=${2:-200}
+ns=pc_k_ns v0=pc_k_v0 v1=pc_k_v1
+ours=10.80.0.1 theirs=10.80.0.2
+spid=
+
+# shellcheck source=../veth.sh
+. "$(dirname "$0")/../veth.sh"
+cleanup() {
+	[ -n "$spid" ] && kill "$spid" 2>/dev/null && wait "$spid" 2>/dev/null
+	veth_down "$ns" "$v0"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+if [ "$(id -u)" -ne 0 ]; then echo "SKIP: needs root (netns, veth, af_packet)"; exit 77; fi
+command -v ethtool >/dev/null || { echo "SKIP: ethtool not installed"; exit 77; }
+msg=$(veth_up "$ns" "$v0" "$v1" "$theirs/24") || fail "$msg"
+# Our frames carry finished checksums; the kernel's must too (veth_up), and
+# it must not coalesce what it sends into segments larger than our MSS.
+ip netns exec "$ns" ethtool -K "$v1" tso off gso off >/dev/null 2>&1
+
+ip netns exec "$ns" python3 - "$theirs" <<'PY' &
+import socket, sys, threading
+ls = socket.socket()
+ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+ls.bind((sys.argv[1], 9000))
+ls.listen(4096)
+print("echo server ready", flush=True)
+def serve(c):
+    with c:
+        while True:
+            b = c.recv(65536)
+            if not b:
+                return
+            c.sendall(b)
+while True:
+    c, _ = ls.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+PY
+spid=$!
+for _ in $(seq 50); do
+	ip netns exec "$ns" ss -ltn | grep -q ":9000 " && break
+	sleep 0.1
+done
+PERCORE_LOG=warn "$client" "$v0" "$ours" "$theirs" 9000 "$conns" || fail "dtcp_client"
