@@ -23,7 +23,8 @@
 struct pending {
         struct pending *next;
         unsigned nparts, waiting;
-        bool end; /* followed by "END\r\n" (the ASCII get family) */
+        bool end;  /* followed by "END\r\n" (the ASCII get family) */
+        bool mark; /* no reply: kv_sink_mark()'s place in the queue */
         struct buf parts[];
 };
 
@@ -98,12 +99,17 @@ void kv_sink_flush(struct kv_sink *k)
         while (k->head && k->head->waiting == 0) {
                 struct pending *pd = k->head;
 
-                for (unsigned i = 0; i < pd->nparts; i++)
+                for (unsigned i = 0; i < pd->nparts; i++) {
                         if (!sink_send(k, &pd->parts[i]))
                                 return;
+                        if (pd->end && i + 1 < pd->nparts && k->ops->key_end)
+                                k->ops->key_end(k);
+                }
                 if (pd->end && !k->ops->send(k, "END\r\n", 5))
                         return;
-                if (k->ops->reply_end)
+                if (pd->mark)
+                        k->ops->mark(k);
+                else if (k->ops->reply_end)
                         k->ops->reply_end(k);
                 k->head = pd->next;
                 if (k->head == NULL)
@@ -126,6 +132,25 @@ static uint32_t sink_batch(struct kv_sink *k)
         while (k->batch == 0)
                 k->batch = ++batch_tags[w].next * PC_MAX_WORKERS + w;
         return k->batch;
+}
+
+void kv_sink_mark(struct kv_sink *k)
+{
+        struct pending *pd;
+
+        if (k->ops->mark == NULL || k->dead)
+                return;
+        if (k->head == NULL) {
+                kv_sink_flush(k); /* k->out's bytes, if any, come first */
+                if (!k->dead)
+                        k->ops->mark(k);
+                return;
+        }
+        pd = kv_pending_add(k, 0);
+        if (pd) {
+                pd->waiting = 0;
+                pd->mark = true;
+        }
 }
 
 void kv_sink_batch_end(struct kv_sink *k)
@@ -360,6 +385,9 @@ static void dispatch_get(struct kv_sink *k, const struct kv_req *r)
 
         while (all_local && kv_req_next_key(r, &pos, &key, &kn))
                 all_local = pc_shard_of(key, kn) == me;
+        /* A sink that takes the reply key by key needs its parts apart. */
+        if (ascii && r->nkeys > 1 && k->ops->key_end)
+                all_local = false;
         if (all_local && k->head == NULL) {
                 /* The common case: answered here and now. */
                 kv_shard_hold();

@@ -116,6 +116,14 @@ struct kv_sink_ops {
         /** Optional: the bytes sent since the last call end one reply
          *  place (a kv_sink_slot(), a multi-key get's whole reply). */
         void (*reply_end)(struct kv_sink *k);
+        /** Optional: an ASCII multi-key get's bytes since the last call are
+         *  one key's (none for a miss), and more keys follow. A sink that
+         *  has it gets every such get key by key (memcached's UDP sends a
+         *  response per key); the last key's bytes end with END and a
+         *  reply_end. */
+        void (*key_end)(struct kv_sink *k);
+        /** Optional: every reply queued before a kv_sink_mark() is sent. */
+        void (*mark)(struct kv_sink *k);
 };
 
 /** Where a stream of requests' replies go, in request order. */
@@ -157,12 +165,19 @@ void kv_sink_batch_end(struct kv_sink *k);
 #define KV_REQS_PER_EVENT 20
 
 /** A command line was read (a request or a refused one, not the bytes of a
- *  value): call before dispatching it. */
-static inline void kv_sink_count(struct kv_sink *k)
+ *  value): call before dispatching it. true: it starts a new batch. */
+static inline bool kv_sink_count(struct kv_sink *k)
 {
-        if (++k->nreq > KV_REQS_PER_EVENT + 1 && (k->nreq - 2) % KV_REQS_PER_EVENT == 0)
+        if (++k->nreq > KV_REQS_PER_EVENT + 1 && (k->nreq - 2) % KV_REQS_PER_EVENT == 0) {
                 k->batch = 0;
+                return true;
+        }
+        return false;
 }
+
+/** Call ops->mark once the replies queued so far are sent: now if none
+ *  waits for another worker, else when they have gone. No-op without it. */
+void kv_sink_mark(struct kv_sink *k);
 
 /** The transport is gone: free now or when the last remote call returns. */
 void kv_sink_kill(struct kv_sink *k);

@@ -66,3 +66,14 @@ size_t kv_udp_frame(uint16_t req_id, const char *reply, size_t reply_len, unsign
         memcpy(b + KV_UDP_HDR_LEN, reply + off, chunk);
         return KV_UDP_HDR_LEN + chunk;
 }
+
+size_t kv_udp_frame_empty(uint16_t req_id, char *out, size_t out_cap)
+{
+        unsigned char *b = (unsigned char *)out;
+
+        if (out_cap < KV_UDP_HDR_LEN)
+                return 0;
+        put16(b, req_id);
+        memset(b + 2, 0, KV_UDP_HDR_LEN - 2);
+        return KV_UDP_HDR_LEN;
+}

@@ -60,4 +60,11 @@ size_t kv_udp_frames(size_t reply_len);
 size_t kv_udp_frame(uint16_t req_id, const char *reply, size_t reply_len, unsigned index,
                     char *out, size_t out_cap);
 
+/**
+ * Write the datagram of an empty response to request @req_id into @out:
+ * the header alone, sequence 0 and count 0, as memcached sends one (see
+ * udp.c). Returns KV_UDP_HDR_LEN, or 0 when @out_cap is smaller.
+ */
+size_t kv_udp_frame_empty(uint16_t req_id, char *out, size_t out_cap);
+
 #endif

@@ -5,9 +5,21 @@
  * whole requests (ASCII, or binary when the payload starts with 0x80). The
  * replies to one datagram are gathered in request order, even when keys
  * live on other workers, and sent back in frames of the same request id:
- * each request's reply numbered from 0 in datagrams of its own, as memcached
- * sends each of its responses. A datagram with a bad header is counted (udp_dropped) and
- * not answered, as memcached drops it.
+ * each response numbered from 0 in datagrams of its own, as memcached
+ * sends its responses. A datagram with a bad header is counted
+ * (udp_dropped) and not answered, as memcached drops it.
+ *
+ * A response is a request's reply, but for an ASCII multi-key get, which
+ * memcached (1.6.18, measured) answers with a response per key: a hit's
+ * VALUE block, and END with the last key. A key that misses leaves its
+ * response empty; memcached sends an empty response as a datagram of the
+ * header alone (count 0) when it is the first of a batch of responses
+ * sent together, and nothing otherwise. So "get x a b" with x missing is
+ * [empty] [a] [b END] as a datagram's first request, and [a] [b END] after
+ * a "version" in the same datagram. memcached sends a batch at the end of
+ * the datagram, after each get, gets, gat or gats, after an mn, and at its
+ * -R limits (kv_sink_count); a reply that says nothing (noreply, a quiet
+ * miss) does not count.
  *
  * One handler for both backends through pc_net.h's endpoint: the
  * kernel's per-worker SO_REUSEPORT sockets, or our own stack on a DPDK
@@ -25,11 +37,12 @@
 struct udp_req {
         struct kv_sink sink; /* first: the sink callbacks cast back */
         struct buf reply;    /* every reply, in order */
-        struct buf cuts;     /* where each reply ends in reply (size_t each) */
+        struct buf cuts;     /* where each response ends in reply (size_t each) */
         struct pc_udp_ep *ep;
         struct pc_udp_peer peer;
         uint16_t id;
-        bool parsed; /* every request in the datagram has been dispatched */
+        bool parsed;     /* every request in the datagram has been dispatched */
+        bool batch_sent; /* a response is in memcached's batch being sent */
 };
 
 static bool udp_gather(struct kv_sink *k, const char *p, size_t len)
@@ -53,13 +66,41 @@ static size_t udp_cut(const struct udp_req *u, size_t i)
         return end;
 }
 
+/* The bytes since the last cut are one response (maybe none). */
+static void udp_cut_add(struct udp_req *u)
+{
+        buf_add(&u->cuts, &u->reply.len, sizeof(u->reply.len));
+        u->batch_sent = true;
+}
+
+static size_t udp_uncut(const struct udp_req *u)
+{
+        size_t n = u->cuts.len / sizeof(size_t);
+
+        return u->reply.len - (n ? udp_cut(u, n - 1) : 0);
+}
+
 static void udp_reply_end(struct kv_sink *k)
 {
         struct udp_req *u = (struct udp_req *)k;
-        size_t n = u->cuts.len / sizeof(size_t);
 
-        if (u->reply.len > (n ? udp_cut(u, n - 1) : 0))
-                buf_add(&u->cuts, &u->reply.len, sizeof(u->reply.len));
+        if (udp_uncut(u))
+                udp_cut_add(u);
+}
+
+/* A multi-key get's key other than the last: a response of its own. */
+static void udp_key_end(struct kv_sink *k)
+{
+        struct udp_req *u = (struct udp_req *)k;
+
+        if (udp_uncut(u) || !u->batch_sent)
+                udp_cut_add(u);
+}
+
+/* memcached sends its responses so far: a new batch begins. */
+static void udp_mark(struct kv_sink *k)
+{
+        ((struct udp_req *)k)->batch_sent = false;
 }
 
 static void udp_emit_one(struct udp_req *u, const char *reply, size_t len)
@@ -67,6 +108,13 @@ static void udp_emit_one(struct udp_req *u, const char *reply, size_t len)
         char frame[KV_UDP_DGRAM_MAX];
         size_t n = kv_udp_frames(len);
 
+        if (len == 0) {
+                size_t fl = kv_udp_frame_empty(u->id, frame, sizeof(frame));
+
+                if (fl == 0 || pc_udp_ep_send(u->ep, &u->peer, frame, fl))
+                        kv_wstats[pc_worker_id()].send_failed++;
+                return;
+        }
         if (n == 0) { /* more than UDP frames can number */
                 kv_wstats[pc_worker_id()].send_failed++;
                 return;
@@ -119,7 +167,16 @@ static const struct kv_sink_ops udp_ops = {
         .drained = udp_drained,
         .release = udp_release,
         .reply_end = udp_reply_end,
+        .key_end = udp_key_end,
+        .mark = udp_mark,
 };
+
+/* Does memcached send its responses so far once @cmd is answered? */
+static bool udp_sends_batch(enum kv_cmd cmd)
+{
+        return cmd == KV_GET || cmd == KV_GETS || cmd == KV_GAT || cmd == KV_GATS ||
+               cmd == KV_MN;
+}
 
 static void udp_datagram(struct pc_udp_ep *ep, const struct pc_udp_peer *from,
                          const void *data, size_t len, void *arg)
@@ -176,8 +233,8 @@ static void udp_datagram(struct pc_udp_ep *ep, const struct pc_udp_peer *from,
                         prc = kv_parse(&parser, p + off, n - off, &req, &used, &err);
                 if (prc == KV_PARSE_NEED) /* cut short by the datagram's end: */
                         break;            /* memcached says nothing */
-                if (line)
-                        kv_sink_count(&u->sink);
+                if (line && kv_sink_count(&u->sink))
+                        kv_sink_mark(&u->sink);
                 off += used;
                 if (prc == KV_PARSE_OK) {
                         if (req.cmd == KV_QUIT)
@@ -185,6 +242,8 @@ static void udp_datagram(struct pc_udp_ep *ep, const struct pc_udp_peer *from,
                         kv_dispatch(&u->sink, &req);
                         if (kv_req_closes(&req))
                                 break;
+                        if (udp_sends_batch(req.cmd))
+                                kv_sink_mark(&u->sink);
                 } else if (prc == KV_PARSE_ERROR || prc == KV_PARSE_CLOSE) {
                         req.proto = binary ? KV_PROTO_BINARY : KV_PROTO_ASCII;
                         if (binary && req.too_large) {

@@ -150,8 +150,9 @@ s.sendall(req(0x05, b"bq:ctr", struct.pack(">QQI", 1, 0, 0), opaque=9))
 (f,) = read_frames(s, 9)
 assert f[4] == struct.pack(">Q", 106), f
 
-# UDP: memcached's 8-byte frame header on every datagram; each request's
-# reply numbered from 0 in datagrams of its own.
+# UDP: memcached's 8-byte frame header on every datagram; each response
+# numbered from 0 in datagrams of its own (a multi-key get's: one per key,
+# END with the last).
 u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 u.settimeout(10)
 def udp(payload, rid, replies=1):
@@ -171,12 +172,12 @@ assert udp(b"set u1 3 0 5\r\nhello\r\n", 1) == b"STORED\r\n"
 assert udp(b"get u1\r\n", 2) == b"VALUE u1 3 5\r\nhello\r\nEND\r\n"
 big = b"x" * 5000  # a reply over several datagrams, reassembled in order
 assert udp(b"set u2 0 0 5000\r\n" + big + b"\r\n", 3) == b"STORED\r\n"
-assert udp(b"get u1 u2 nope\r\n", 4) == (b"VALUE u1 3 5\r\nhello\r\nVALUE u2 0 5000\r\n" + big +
+assert udp(b"get u1 u2 nope\r\n", 4, 3) == (b"VALUE u1 3 5\r\nhello\r\nVALUE u2 0 5000\r\n" + big +
                                           b"\r\nEND\r\n")
-# Keys on every shard, answered in key order in one reply.
+# Keys on every shard, answered in key order.
 assert udp(b"".join(b"set uk%d 0 0 1\r\n%d\r\n" % (i, i % 10) for i in range(30)), 5, 30) == \
     b"STORED\r\n" * 30
-assert udp(b"get " + b" ".join(b"uk%d" % i for i in range(30)) + b"\r\n", 6) == \
+assert udp(b"get " + b" ".join(b"uk%d" % i for i in range(30)) + b"\r\n", 6, 30) == \
     b"".join(b"VALUE uk%d 0 1\r\n%d\r\n" % (i, i % 10) for i in range(30)) + b"END\r\n"
 assert udp(req(0x0c, b"u1", opaque=77), 7)[:2] == b"\x81\x0c"  # binary over UDP
 # A bad header is dropped and counted; a multi-datagram request is refused.

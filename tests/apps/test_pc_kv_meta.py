@@ -282,11 +282,12 @@ def arith_ext(delta, initial, exp=0):
 
 def udp_replies(srv, payload, rid):
     """@payload (ending in mn) in one datagram: the replies' payloads in
-    order, up to MN's, and each datagram's sequence number and count."""
+    order, up to MN's, each datagram's sequence number and count, and the
+    responses (a datagram of sequence 0 starts one) as the bytes of each."""
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.settimeout(10)
     s.sendto(struct.pack(">HHHH", rid, 0, 1, 0) + payload, ("127.0.0.1", srv.port))
-    got, frames = b"", []
+    got, frames, responses = b"", [], []
     try:
         while not got.endswith(b"MN\r\n"):
             d = s.recv(65536)
@@ -294,26 +295,32 @@ def udp_replies(srv, payload, rid):
             h = struct.unpack(">HHHH", d[:8])
             assert h[0] == rid and h[3] == 0, h
             frames.append(h[1:3])
+            if h[1] == 0:
+                responses.append(b"")
+            responses[-1] += d[8:]
             got += d[8:]
     except socket.timeout:
         raise AssertionError("UDP: %s timed out; so far %r" % (srv.name, got[-300:]))
     finally:
         s.close()
-    return got, frames
+    return got, frames, responses
 
 
 def udp_step(what, payload):
     """The same datagram to both servers: their replies' datagrams must be
-    numbered alike (each reply from 0, in datagrams of its own), and the
-    replies put together compare as step() compares them."""
+    numbered alike (each response from 0, in datagrams of its own), and
+    each response compares as step() compares replies."""
     global steps
     steps += 1
     rid = steps & 0xffff
     got = [udp_replies(srv, payload, rid) for srv in servers]
-    raws = [g[0] for g in got]
+    raws, resps = [g[0] for g in got], [g[2] for g in got]
     if got[0][1] != got[1][1]:
-        fail("UDP %s: datagrams (sequence, count)\n memcached: %r\n pc-kv:     %r" %
-             (what, got[0][1], got[1][1]))
+        fail("UDP %s: datagrams (sequence, count)\n request:   %r\n memcached: %r\n"
+             " pc-kv:     %r" % (what, payload[:800], got[0][1], got[1][1]))
+    if not all(same(a, b) for a, b in zip(resps[0], resps[1])):
+        fail("UDP %s\n request:   %r\n memcached: %r\n pc-kv:     %r" %
+             (what, payload[:800], resps[0][:20], resps[1][:20]))
     if not same(raws[0], raws[1]):
         fail("UDP %s\n request:   %r\n memcached: %r\n pc-kv:     %r" %
              (what, payload[:800], raws[0][:800], raws[1][:800]))
@@ -341,6 +348,52 @@ def udp_sessions():
     # sent it; pc-kv answers nothing.)
     udp_step("a request cut short", b"mn\r\nmg u:big v")
     udp_step("after it", b"mg u:cut v\r\nmg u:big s\r\nmn\r\n")
+    udp_gets()
+
+
+def udp_gets():
+    """Multi-key gets over UDP, which memcached 1.6.18 answers with a
+    response per key: a hit's VALUE block, END with the last key. A miss
+    leaves its response empty, sent as a datagram of count 0 when it is the
+    first response of what memcached sends together (from the datagram's
+    start or after a get, an mn or 21, 41, ... commands), else not at all."""
+    e = 1392 - len(b"VALUE ug:e 0 1371\r\n\r\n")  # a response of one full datagram
+    step("UDP get keys", b"".join(b"set ug:%s 0 0 %d\r\n%s\r\n" % (k, len(v), v) for k, v in
+                                  ((b"a", b"1"), (b"b", b"22"), (b"c", b"333"), (b"d", b"4"),
+                                   (b"big", b"v" * 3000), (b"e", b"e" * e),
+                                   (b"f", b"f" * (e + 1)))) +
+         b"delete ug:x\r\ndelete ug:y\r\ndelete ug:z\r\n")
+    for what, keys in (("hits", b"a b c d"), ("a miss first", b"x b c"),
+                       ("a miss in the middle", b"a x c"), ("misses in the middle", b"a x y d"),
+                       ("a miss last", b"a b x"), ("misses first and last", b"x y a z"),
+                       ("all misses", b"x y z"), ("one miss", b"x"), ("one hit", b"a"),
+                       ("large values", b"big a big x"), ("a miss, a large value", b"x big"),
+                       ("a datagram's worth", b"e f e"), ("a datagram's worth last", b"e"),
+                       ("many keys", b" ".join(b"x" if i % 3 == 0 else b"abcd"[i % 4:i % 4 + 1]
+                                               for i in range(40)))):
+        keys = b" ".join(b"ug:" + k for k in keys.split(b" "))
+        udp_step("get: " + what, b"get " + keys + b"\r\nmn\r\n")
+    udp_step("gets", b"gets ug:x ug:a ug:b\r\ngets ug:a ug:x\r\nmn\r\n")
+    udp_step("gat, gats", b"gat 0 ug:x ug:a ug:b\r\ngats 0 ug:a ug:x\r\nmn\r\n")
+    miss_first = b"get ug:x ug:a\r\n"
+    for what, before in (("after a reply", b"verbosity 0\r\n"),
+                         ("after a get", b"get ug:a\r\n"),
+                         ("after a get that missed", b"get ug:x\r\n"),
+                         ("after a multi-key get", b"get ug:a ug:b\r\n"),
+                         ("after an mn", b"mn\r\n"),
+                         ("after an mg", b"mg ug:a v\r\n"),
+                         ("after a quiet miss", b"mg ug:x v q\r\n"),
+                         ("after a reply and a quiet miss", b"verbosity 0\r\nmg ug:y v q\r\n"),
+                         ("after noreply", b"set ug:d 0 0 1 noreply\r\n4\r\n"),
+                         ("after a reply and noreply",
+                          b"verbosity 0\r\nset ug:d 0 0 1 noreply\r\n4\r\n"),
+                         ("twice after a reply", b"verbosity 0\r\n" + miss_first)):
+        udp_step("get, a miss first, " + what, before + miss_first + b"mn\r\n")
+    for n in (19, 20, 21, 22, 40, 41):
+        udp_step("get, a miss first, after %d replies" % n,
+                 b"verbosity 0\r\n" * n + miss_first + b"mn\r\n")
+        udp_step("get, a miss first, after a get and %d replies" % n,
+                 b"get ug:a\r\n" + b"verbosity 0\r\n" * n + miss_first + b"mn\r\n")
 
 
 # ---- l and la over time ------------------------------------------------------------------

@@ -5,7 +5,8 @@
  * header. The same bytes are then a reply to split: every datagram must
  * carry the request id, its number and the count, fit KV_UDP_DGRAM_MAX,
  * and the datagrams joined must give back the reply; a buffer one byte
- * short of a datagram must be refused.
+ * short of a datagram must be refused. An empty response is the header
+ * alone.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -46,6 +47,11 @@ static void split(uint16_t id, const char *reply, size_t len)
         }
         CHECK(off == len && (len == 0 || memcmp(joined, reply, len) == 0));
         CHECK(kv_udp_frame(id, reply, len, (unsigned)n, dg, sizeof(dg)) == 0);
+        /* An empty response: the header alone, count 0. */
+        CHECK(kv_udp_frame_empty(id, dg, sizeof(dg)) == KV_UDP_HDR_LEN);
+        CHECK(((unsigned char)dg[0] << 8 | (unsigned char)dg[1]) == id);
+        CHECK(memcmp(dg + 2, "\0\0\0\0\0\0", 6) == 0);
+        CHECK(kv_udp_frame_empty(id, dg, KV_UDP_HDR_LEN - 1) == 0);
         free(joined);
 }
 

@@ -109,6 +109,8 @@ udp_seeds = {
     'short': b'\x00\x01\x00',
     'meta-cut': udp(9, b'mn\r\nmg k v'),
     # Long enough to split into three reply datagrams.
+    # A get of hits and misses: a response per key, an empty one first.
+    'get-misses': udp(10, b'get nope k nope2 k\r\nverbosity 0\r\nget nope k\r\nmn\r\n'),
     'long': udp(4, b'get ' + b' '.join(b'key%03d' % i for i in range(400)) + b'\r\n'),
 }
 

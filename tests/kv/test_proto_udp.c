@@ -114,12 +114,26 @@ static void test_split(void **state)
         assert_memory_equal(dg + 8, "END\r\n", 5);
 }
 
+/* memcached's empty response: the header alone, count 0. */
+static void test_empty(void **state)
+{
+        static const unsigned char want[] = {0xbe, 0xef, 0, 0, 0, 0, 0, 0};
+        char dg[KV_UDP_HDR_LEN];
+
+        (void)state;
+        memset(dg, 0xff, sizeof(dg));
+        assert_int_equal(kv_udp_frame_empty(0xbeef, dg, sizeof(dg)), KV_UDP_HDR_LEN);
+        assert_memory_equal(dg, want, sizeof(want));
+        assert_int_equal(kv_udp_frame_empty(0xbeef, dg, KV_UDP_HDR_LEN - 1), 0);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_parse),
                 cmocka_unit_test(test_frames),
                 cmocka_unit_test(test_split),
+                cmocka_unit_test(test_empty),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
