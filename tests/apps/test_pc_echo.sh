@@ -20,13 +20,28 @@ pid=
 # The server runs until told: a failed client must not leave it behind.
 trap '[ -z "$pid" ] || kill "$pid" 2>/dev/null; rm -f "$out"' EXIT
 for style in "" "--fibers"; do
-port=$((20000 + RANDOM % 20000))
-# shellcheck disable=SC2086
-# Until SIGTERM (not --duration): a loaded machine may start the client late.
-PERCORE_PIN=0 "$bin" -p "$port" -U "$port" -t 2 $style >"$out" 2>&1 &
-pid=$!
-for _ in $(seq 600); do grep -q "tcp=$port" "$out" && break; sleep 0.05; done
-grep -q "tcp=$port" "$out" || { kill "$pid"; cat "$out"; fail "pc-echo $style did not listen"; }
+# The server runs until SIGTERM (not --duration: a loaded machine may
+# start the client late), on a port below the ephemeral range (32768 on),
+# where other tests' connections do not take it; one that another test
+# holds makes the server exit, and the next try takes another.
+for _try in 1 2 3 4 5; do
+	port=$((20000 + RANDOM % 12000))
+	# shellcheck disable=SC2086
+	PERCORE_PIN=0 "$bin" -p "$port" -U "$port" -t 2 $style >"$out" 2>&1 &
+	pid=$!
+	for _ in $(seq 600); do
+		grep -q "tcp=$port" "$out" && break
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	grep -q "tcp=$port" "$out" && break
+	kill "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+	pid=
+	echo "pc-echo $style did not listen on $port:" >&2
+	cat "$out" >&2
+done
+[ -n "$pid" ] || fail "pc-echo $style did not listen"
 python3 - "$port" <<'PY'
 import socket, sys
 port = int(sys.argv[1])
