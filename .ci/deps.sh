@@ -7,7 +7,7 @@ pkgs=(build-essential meson ninja-build pkg-config python3
       iproute2 iputils-ping ethtool clang libclang-rt-14-dev libtbb-dev gnuplot-nox
       memcached libmemcached-tools python3-pymemcache python3-prometheus-client
       nutcracker libmemcached-dev
-      librust-tokio-dev cargo golang-go libboost-context-dev)
+      librust-tokio-dev cargo golang-go libboost-context-dev nftables)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
