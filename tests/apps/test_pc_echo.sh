@@ -20,14 +20,18 @@ pid=
 # The server runs until told: a failed client must not leave it behind.
 trap '[ -z "$pid" ] || kill "$pid" 2>/dev/null; rm -f "$out"' EXIT
 for style in "" "--fibers"; do
-# The server runs until SIGTERM (not --duration: a loaded machine may
-# start the client late), on a port below the ephemeral range (32768 on),
-# where other tests' connections do not take it; one that another test
-# holds makes the server exit, and the next try takes another.
+# The server stops at the SIGTERM sent once its client is done. Its
+# --duration is only the backstop, long enough for a loaded machine to
+# start the client late: under ThreadSanitizer a signal waits for the
+# receiving thread's next intercepted call, which a worker asleep in
+# io_uring_enter may not make before the duration ends. It listens on a
+# port below the ephemeral range (32768 on), where other tests'
+# connections do not take it; one that another test holds makes the
+# server exit, and the next try takes another.
 for _try in 1 2 3 4 5; do
 	port=$((20000 + RANDOM % 12000))
 	# shellcheck disable=SC2086
-	PERCORE_PIN=0 "$bin" -p "$port" -U "$port" -t 2 $style >"$out" 2>&1 &
+	PERCORE_PIN=0 "$bin" -p "$port" -U "$port" -t 2 --duration 20 $style >"$out" 2>&1 &
 	pid=$!
 	for _ in $(seq 600); do
 		grep -q "tcp=$port" "$out" && break
