@@ -149,7 +149,7 @@ static void ratio_chart(struct plot *p, const struct bench_ratio *x, unsigned nx
                         double top_px, double h_px)
 {
         double lo = 1, hi = 1;
-        bool medians = false;
+        bool medians = false, bars = false, above = false, below = false;
 
         for (unsigned i = 0; i < nx; i++) {
                 double a = x[i].rounds ? x[i].min : x[i].value;
@@ -187,15 +187,27 @@ static void ratio_chart(struct plot *p, const struct bench_ratio *x, unsigned nx
         /* x, y, x from 1 to the median, y +-0.35, colour; the error bars
          * of the ratios that have rounds; the median written beyond the
          * bar's far end, right of it above 1 and left of it below. */
+        /* Only the elements that have a point: Debian 12's gnuplot 5.4
+         * segfaults on a "with labels" element whose every point is NaN
+         * (one ratio, below 1, left the right-hand labels empty). */
+        for (unsigned i = 0; i < nx; i++) {
+                bars |= x[i].rounds > 0;
+                above |= x[i].value >= 1;
+                below |= x[i].value < 1;
+        }
         fprintf(p->gp,
                 "plot $R using 2:0:($2<1?$2:1):($2<1?1:$2):($0-0.35):($0+0.35):5:ytic(1) "
-                "with boxxyerror fs solid 0.75 border -1 lc variable, \\\n"
-                "     $R using ($6>0?$2:NaN):0:3:4 with xerrorbars pt 0 lc rgb '#202020', "
-                "\\\n"
-                "     $R using ($2<1?NaN:$4*1.1):0:(sprintf('%%.3gx',$2)) with labels left "
-                "font ',9', \\\n"
-                "     $R using ($2<1?$3/1.1:NaN):0:(sprintf('%%.3gx',$2)) with labels right "
-                "font ',9'\n");
+                "with boxxyerror fs solid 0.75 border -1 lc variable");
+        if (bars)
+                fprintf(p->gp, ", \\\n     $R using ($6>0?$2:NaN):0:3:4 with xerrorbars pt 0 "
+                               "lc rgb '#202020'");
+        if (above)
+                fprintf(p->gp, ", \\\n     $R using ($2<1?NaN:$4*1.1):0:(sprintf('%%.3gx',$2)) "
+                               "with labels left font ',9'");
+        if (below)
+                fprintf(p->gp, ", \\\n     $R using ($2<1?$3/1.1:NaN):0:(sprintf('%%.3gx',$2)) "
+                               "with labels right font ',9'");
+        fprintf(p->gp, "\n");
 }
 
 /* The bars of one chart in order: by workers, percore sides before peers. */
@@ -384,9 +396,10 @@ static void write_script(struct plot *p, const char *path)
         double ratio_px = nx ? PLOT_RATIO_PAD + PLOT_BAR_PX * nx : 0, cell_w;
         bool line = false;
 
-        /* A refused ratio (a floor slower than the side) has no bar. */
+        /* A refused ratio (a floor slower than the side) has no bar, nor
+         * one that no round paired. */
         for (unsigned i = 0; i < nx; i++)
-                if (!x[i].refused)
+                if (!x[i].refused && isfinite(x[i].value))
                         x[kept++] = x[i];
         nx = kept;
         ratio_px = nx ? PLOT_RATIO_PAD + PLOT_BAR_PX * nx : 0;
