@@ -550,10 +550,18 @@ static _Atomic(struct pc_runtime *) signal_rt;
 static struct sigaction old_int, old_term;
 static bool signals_installed;
 
+/* Handlers between their look at signal_rt and the end of the stop they
+ * started: destroy waits for none to be left before it frees (a handler
+ * that TSan defers, or one on a slow thread, may still be waking the
+ * workers' eventfds). */
+static _Atomic int signal_busy;
+
 static void on_signal(int sig)
 {
         (void)sig;
+        atomic_fetch_add(&signal_busy, 1);
         pc_runtime_stop(atomic_load(&signal_rt));
+        atomic_fetch_sub(&signal_busy, 1);
 }
 
 int pc_runtime_stop_on_signals(struct pc_runtime *rt)
@@ -603,6 +611,11 @@ void pc_runtime_destroy(struct pc_runtime *rt)
                         sigaction(SIGTERM, &old_term, NULL);
                         signals_installed = false;
                 }
+                /* A handler that read rt before the store above finishes
+                 * its stop before anything of rt is freed (seq_cst: its
+                 * count comes before its read). */
+                while (atomic_load(&signal_busy) != 0)
+                        sched_yield();
         }
         for (struct pc__module *m = rt->modules, *next; m; m = next) {
                 next = m->next;
