@@ -53,6 +53,7 @@ static const struct suite suites[] = {
 #ifdef PC_HAVE_URING
         {"echo", suite_echo, "TCP echo 64 B requests/s, pc-echo vs Tokio and epoll, 1 and 2 workers"},
         {"kv", suite_kv, "memcached get/set ops/s, pc-kv vs memcached, 32 B and 1 KB values"},
+        {"tcp", suite_tcp, "TCP echo 64 B per core: percore's TCP on DPDK vs kernel TCP, Tokio"},
 #endif
 };
 #define NSUITES (sizeof(suites) / sizeof(suites[0]))

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -19,7 +20,8 @@
 #include "child.h"
 #include "lgen.h"
 
-const char *child_app_path(const char *name, const char *var)
+/* $@var when set, else @name in directory @rel of the bench's own. */
+static const char *beside_bench(const char *rel, const char *name, const char *var)
 {
         static char path[PATH_MAX + 64];
         char self[PATH_MAX];
@@ -31,11 +33,22 @@ const char *child_app_path(const char *name, const char *var)
         if (n <= 0)
                 return name;
         self[n] = '\0';
-        snprintf(path, sizeof(path), "%s/../apps/%s", dirname(self), name);
+        snprintf(path, sizeof(path), "%s/%s%s", dirname(self), rel, name);
         return path;
 }
 
-pid_t child_spawn(char *const argv[], const char *const env[], const char *cpus)
+const char *child_app_path(const char *name, const char *var)
+{
+        return beside_bench("../apps/", name, var);
+}
+
+const char *child_tool_path(const char *name, const char *var)
+{
+        return beside_bench("", name, var);
+}
+
+/* child_spawn(), stdout to @out (-1: /dev/null like stderr). */
+static pid_t spawn(char *const argv[], const char *const env[], const char *cpus, int out)
 {
         cpu_set_t mask;
         pid_t pid;
@@ -53,7 +66,7 @@ pid_t child_spawn(char *const argv[], const char *const env[], const char *cpus)
                 int null = open("/dev/null", O_WRONLY);
 
                 if (null >= 0) {
-                        dup2(null, 1);
+                        dup2(out >= 0 ? out : null, 1);
                         dup2(null, 2);
                 }
                 for (unsigned i = 0; env && env[i]; i++)
@@ -63,6 +76,27 @@ pid_t child_spawn(char *const argv[], const char *const env[], const char *cpus)
                 execvp(argv[0], argv);
                 _exit(127);
         }
+        return pid;
+}
+
+pid_t child_spawn(char *const argv[], const char *const env[], const char *cpus)
+{
+        return spawn(argv, env, cpus, -1);
+}
+
+pid_t child_spawn_read(char *const argv[], const char *const env[], const char *cpus, int *fd)
+{
+        int p[2];
+        pid_t pid;
+
+        if (pipe2(p, O_CLOEXEC))
+                return -errno;
+        pid = spawn(argv, env, cpus, p[1]);
+        close(p[1]);
+        if (pid < 0)
+                close(p[0]);
+        else
+                *fd = p[0];
         return pid;
 }
 
@@ -110,4 +144,30 @@ int child_free_port(void)
         }
         close(fd);
         return port;
+}
+
+void child_dpdk_cleanup(const char *prefix, const char *suffix)
+{
+        const char *xdg = getenv("XDG_RUNTIME_DIR");
+        char dir[PATH_MAX], path[PATH_MAX + 256];
+        struct dirent *e;
+        DIR *d;
+
+        /* Where the EAL keeps them: /var/run/dpdk for root, else under
+         * $XDG_RUNTIME_DIR (or /tmp). */
+        if (geteuid() == 0)
+                snprintf(dir, sizeof(dir), "/var/run/dpdk/%s%s", prefix, suffix);
+        else
+                snprintf(dir, sizeof(dir), "%s/dpdk/%s%s", xdg ? xdg : "/tmp", prefix, suffix);
+        d = opendir(dir);
+        if (d == NULL)
+                return;
+        while ((e = readdir(d)) != NULL) {
+                if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                        continue;
+                snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+                unlink(path);
+        }
+        closedir(d);
+        rmdir(dir);
 }

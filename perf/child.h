@@ -15,6 +15,10 @@
  * beside the bench. Main thread only (a static buffer). */
 const char *child_app_path(const char *name, const char *var);
 
+/* The path of the bench's tool @name (percore-tcpload): $@var when set,
+ * else @name beside the bench. Main thread only (a static buffer). */
+const char *child_tool_path(const char *name, const char *var);
+
 /*
  * Start @argv[0] (a path, or a name looked up on PATH) with @argv, the
  * "NAME=VALUE" settings @env added to the environment (NULL-terminated, or
@@ -22,6 +26,10 @@ const char *child_app_path(const char *name, const char *var);
  * bench), stdout and stderr to /dev/null. Returns the pid, or -errno.
  */
 pid_t child_spawn(char *const argv[], const char *const env[], const char *cpus);
+
+/* child_spawn(), but the child's stdout goes to a pipe whose read end is
+ * *@fd (close-on-exec; the caller closes it). Returns the pid, or -errno. */
+pid_t child_spawn_read(char *const argv[], const char *const env[], const char *cpus, int *fd);
 
 /* Wait until something accepts on 127.0.0.1:@port, at most 5 s: 0,
  * -ECHILD (the child @pid exited first) or -ETIMEDOUT. */
@@ -33,5 +41,9 @@ void child_stop(pid_t pid);
 /* A free TCP port on 127.0.0.1 for a server that needs one named up
  * front (the kernel's choice of the moment), or -errno. */
 int child_free_port(void);
+
+/* Remove the runtime files (config, sockets) an EAL started with
+ * --file-prefix @prefix@suffix left behind, once it exited. Any thread. */
+void child_dpdk_cleanup(const char *prefix, const char *suffix);
 
 #endif
