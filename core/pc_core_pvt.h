@@ -156,6 +156,7 @@ struct pc_worker {
         bool parked;         /* parked since it last found work */
         uint64_t last_ns;
         unsigned idle_clock; /* idle iterations since the clock was last read */
+        unsigned busy_clock; /* busy iterations in a row, for their clock reads */
         bool last_busy;
         bool stop_seen;
         bool quiet_published;

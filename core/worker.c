@@ -504,6 +504,9 @@ static inline void publish(struct pc_worker *w)
 
 /* How often an idle iteration reads the clock (see pc__worker_loop). */
 #define PC_IDLE_CLOCK_EVERY 16
+/* How often a busy iteration that follows a busy one reads the clock and
+ * publishes its counters (a power of two). */
+#define PC_BUSY_CLOCK_EVERY 4
 
 /*
  * Adaptive idle spins before parking, but not always the configured
@@ -608,15 +611,23 @@ void pc__worker_loop(struct pc_worker *w)
                 n += run_tasks(w);
                 if (w->npollers)
                         n += run_pollers(w);
-                /* A busy iteration reads the clock; an idle one only every
+                /* An idle iteration reads the clock only every
                  * PC_IDLE_CLOCK_EVERY-th (an idle spin wants no finer grain:
                  * a timer fires at most that many idle iterations late, and
                  * the spin's length and the busy/idle split barely move),
-                 * so a spinning worker answers a message sooner. It looks
-                 * for a pc_runtime_set_mode() as often, before it would
-                 * steal. */
+                 * so a spinning worker answers a message sooner; a busy one
+                 * that follows a busy one every PC_BUSY_CLOCK_EVERY-th (a
+                 * poll loop's pass is a burst of packets, a few hundred
+                 * nanoseconds, and the vDSO's clock is a tenth of that: a
+                 * timer fires at most 3 passes late, and the time between
+                 * reads is busy time either way). It looks for a
+                 * pc_runtime_set_mode() as often, before it would steal. */
                 if (n == 0 && w->idle_since && ++w->idle_clock < PC_IDLE_CLOCK_EVERY) {
                         now = w->last_ns;
+                } else if (n && w->last_busy &&
+                           (++w->busy_clock & (PC_BUSY_CLOCK_EVERY - 1)) != 0) {
+                        w->ls.iterations++;
+                        continue;
                 } else {
                         now = pc__now();
                         w->idle_clock = 0;

@@ -116,6 +116,7 @@ struct pc_port {
         struct pc_runtime *rt;
         uint16_t port_id;
         uint16_t burst;
+        uint16_t rx_bursts;
         unsigned nq;
         char name[RTE_ETH_NAME_MAX_LEN];
         uint8_t mac[6];

@@ -38,6 +38,7 @@ struct pc_port;
 #define PC_MAX_PORTS 16
 /** Default RX burst and TX buffer size. */
 #define PC_PORT_BURST 32
+#define PC_PORT_RX_BURSTS 4
 /** Most UDP ports bound per pc_port. */
 #define PC_UDP_MAX_BINDS 16
 
@@ -53,6 +54,11 @@ struct pc_port_opts {
         uint16_t nb_rxd;  /**< RX descriptors per queue (512) */
         uint16_t nb_txd;  /**< TX descriptors per queue (512) */
         uint16_t burst;   /**< RX burst and TX buffer (PC_PORT_BURST, max 256) */
+        uint16_t rx_bursts; /**< bursts a worker's RX poller takes in one pass
+                                 of its loop while each comes back full
+                                 (PC_PORT_RX_BURSTS, max 64): under load the
+                                 loop's own cost is spread over more packets;
+                                 a short burst ends the pass at once */
         unsigned nb_mbufs; /**< mbufs of the socket's pool when this open creates
                                it (enough for 4 such ports) */
         pc_rx_fn rx;      /**< RX handler; NULL = the IPv4 stack (ARP, ICMP, UDP) */

@@ -61,18 +61,24 @@ static int resolve_port(const char *name_or_id, uint16_t *pid)
 
 /* ---- per-worker pollers ----------------------------------------------- */
 
-static void flush_q(struct pc_port_q *q)
+/* Hand @n frames to the device now; what it refuses is freed, counted. */
+static void tx_now(struct pc_port_q *q, struct rte_mbuf **pkts, uint16_t n)
 {
-        struct pc_port *p = q->port;
-        uint16_t n = q->ntx, sent;
+        uint16_t sent = rte_eth_tx_burst(q->port->port_id, q->qid, pkts, n);
 
-        sent = rte_eth_tx_burst(p->port_id, q->qid, q->tx, n);
-        q->ntx = 0;
         pc__qcount(&q->st.tx, sent);
         if (unlikely(sent < n)) {
-                rte_pktmbuf_free_bulk(q->tx + sent, n - sent);
+                rte_pktmbuf_free_bulk(pkts + sent, n - sent);
                 pc__qcount(&q->st.drops, n - sent);
         }
+}
+
+static void flush_q(struct pc_port_q *q)
+{
+        uint16_t n = q->ntx;
+
+        q->ntx = 0;
+        tx_now(q, q->tx, n);
 }
 
 static unsigned rx_poll(void *arg)
@@ -80,21 +86,27 @@ static unsigned rx_poll(void *arg)
         struct pc_port_q *q = arg;
         struct pc_port *p = q->port;
         struct rte_mbuf *pkts[PC_BURST_MAX];
-        uint16_t n;
+        unsigned n = 0;
 
         /* Stopping: leave new packets in the device, so that the drain
          * (which waits for every worker to go idle) can end even under
          * endless traffic. */
         if (unlikely(atomic_load_explicit(&p->rt->stop_req, memory_order_relaxed)))
                 return 0;
-        n = rte_eth_rx_burst(p->port_id, q->qid, pkts, p->burst);
-        if (n) {
-                pc__qcount(&q->st.rx, n);
-                p->rx(p, pkts, n, p->rx_arg);
+        for (unsigned b = 0; b < p->rx_bursts; b++) {
+                uint16_t k = rte_eth_rx_burst(p->port_id, q->qid, pkts, p->burst);
+
+                if (k == 0)
+                        break;
+                pc__qcount(&q->st.rx, k);
+                p->rx(p, pkts, k, p->rx_arg);
+                n += k;
+                if (k < p->burst)
+                        break;
         }
         /* TCP's flush and timers, after the burst and before the TX flush
          * poller (tcp.c). */
-        return n + pc__tcp_poll(q);
+        return q->tcpe ? n + pc__tcp_poll(q) : n;
 }
 
 /* A NIC queue cannot wake a parked worker: a worker that owns one polls. */
@@ -245,7 +257,7 @@ int pc_port_open(struct pc_runtime *rt, const char *name_or_id, const struct pc_
                 return -ENOSPC;
         if (opts == NULL)
                 opts = &defaults;
-        if (opts->burst > PC_BURST_MAX)
+        if (opts->burst > PC_BURST_MAX || opts->rx_bursts > 64)
                 return -EINVAL;
         rc = resolve_port(name_or_id, &pid);
         if (rc) {
@@ -275,6 +287,7 @@ int pc_port_open(struct pc_runtime *rt, const char *name_or_id, const struct pc_
         p->port_id = pid;
         p->nq = rt->nworkers;
         p->burst = opts->burst ? opts->burst : PC_PORT_BURST;
+        p->rx_bursts = opts->rx_bursts ? opts->rx_bursts : PC_PORT_RX_BURSTS;
         p->rx = opts->rx ? opts->rx : pc_stack_rx;
         p->rx_arg = opts->rx_arg;
         rte_eth_dev_get_name_by_port(pid, p->name);
@@ -411,11 +424,18 @@ int pc_port_tx_burst(struct pc_port *p, struct rte_mbuf **pkts, uint16_t n)
                 return -EPERM;
         }
         q = &p->q[w->id];
+        /* Whole bursts with nothing buffered before them go to the device
+         * as they are: the buffer would only fill and flush at once. */
+        if (q->ntx == 0 && n >= p->burst) {
+                tx_now(q, pkts, n);
+                return 0;
+        }
         while (n) {
                 uint16_t k = p->burst - q->ntx;
                 if (k > n)
                         k = n;
-                memcpy(q->tx + q->ntx, pkts, k * sizeof(*pkts));
+                for (uint16_t i = 0; i < k; i++)
+                        q->tx[q->ntx + i] = pkts[i];
                 q->ntx += k;
                 pkts += k;
                 n -= k;
