@@ -613,8 +613,12 @@ static inline void pc__push_local(struct pc_worker *w, struct pc_task *t)
                 pc__spill(w, t);
                 return;
         }
-        if (!atomic_load_explicit(&w->sq.adv, memory_order_relaxed)) {
-                if (pc__stealq_ring_len(&w->sq) >= PC_ADVERTISE_MIN)
+        /* Acquire: a thief's clear of adv (drop_stale()) shows its drained. */
+        if (!atomic_load_explicit(&w->sq.adv, memory_order_acquire)) {
+                uint64_t len = pc__stealq_ring_len(&w->sq);
+
+                if (len >= PC_ADVERTISE_MIN ||
+                    (len && atomic_load_explicit(&w->sq.drained, memory_order_relaxed)))
                         pc__advertise(w);
         } else if (unlikely(atomic_load_explicit(&w->sq.tail, memory_order_relaxed) -
                                     w->wake_tail >=

@@ -41,6 +41,8 @@ void pc__advertise(struct pc_worker *w)
 {
         struct pc_runtime *rt = w->rt;
 
+        if (atomic_load_explicit(&w->sq.drained, memory_order_relaxed))
+                atomic_store_explicit(&w->sq.drained, false, memory_order_relaxed);
         atomic_store_explicit(&w->sq.adv, true, memory_order_seq_cst);
         atomic_fetch_or_explicit(&rt->stealable[w->id / 64], 1ull << (w->id % 64),
                                  memory_order_seq_cst);
@@ -154,18 +156,32 @@ void pc__spill(struct pc_worker *w, struct pc_task *t)
  * A victim advertises but its ring is empty: thieves took it all while its
  * owner was busy elsewhere (a long task, its pollers), and only the owner
  * would clear the bit, at its next pop. Clear it here, or every idle
- * thief keeps searching and never parks. An owner that pushes meanwhile
- * and still sees its flag set does not advertise again; its next push
- * after the flag is clear does, so what is lost is at most the sharing of
- * the few tasks pushed in between, never a task.
+ * thief keeps searching and never parks. Its drained flag, set first, has
+ * the owner's next push advertise even a single task (below
+ * PC_ADVERTISE_MIN it would not: the last task of a burst would wait for
+ * its busy owner while every thief sleeps). An owner that pushed between
+ * our look and our clear saw its flag still set and did not advertise:
+ * look again after the clear, and advertise its ring for it (the flag,
+ * then the bit, as pc__advertise() does). What remains is a push whose
+ * tail store the owner's CPU has not yet made visible when we look again
+ * (no fence on the owner's push pays for that window of nanoseconds): the
+ * owner's next push or pop advertises or runs it, never a task lost.
  */
 static void drop_stale(struct pc_runtime *rt, unsigned v)
 {
         struct pc_worker *o = rt->workers[v];
 
-        if (pc__stealq_ring_len(&o->sq) == 0 &&
-            atomic_load_explicit(&o->sq.adv, memory_order_relaxed))
-                pc__unadvertise(o);
+        if (pc__stealq_ring_len(&o->sq) != 0 ||
+            !atomic_load_explicit(&o->sq.adv, memory_order_relaxed))
+                return;
+        atomic_store_explicit(&o->sq.drained, true, memory_order_relaxed);
+        pc__unadvertise(o);
+        if (pc__stealq_ring_len(&o->sq) != 0 &&
+            !atomic_load_explicit(&o->sq.adv, memory_order_seq_cst)) {
+                atomic_store_explicit(&o->sq.adv, true, memory_order_seq_cst);
+                atomic_fetch_or_explicit(&rt->stealable[v / 64], 1ull << (v % 64),
+                                         memory_order_seq_cst);
+        }
 }
 
 /* Whether a search could succeed now: a victim in a near tier advertises

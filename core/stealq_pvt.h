@@ -31,6 +31,12 @@ struct pc_stealq {
          * owner or by a thief that finds the ring empty. In the owner's
          * line, which a thief writes only then. */
         _Atomic bool adv;
+        /* A thief found the ring empty and dropped our advertisement: the
+         * thieves drain us faster than we push (we are busy elsewhere),
+         * so the next push advertises even below PC_ADVERTISE_MIN, or a
+         * last task would wait for us. Set by that thief before it clears
+         * adv; cleared by the owner when it advertises or pops. */
+        _Atomic bool drained;
         uint64_t mask;
         _Atomic(struct pc_task *) *slots;
         /* owner only */

@@ -220,6 +220,9 @@ static struct pc_task *pop_elastic(struct pc_worker *w)
         if (w->batch_i == w->batch_n) {
                 w->batch_i = 0;
                 w->batch_n = pc__stealq_pop_batch(&w->sq, w->batch, PC_OWNER_BATCH);
+                /* Back at our own queue: thieves need not drain it. */
+                if (atomic_load_explicit(&w->sq.drained, memory_order_relaxed))
+                        atomic_store_explicit(&w->sq.drained, false, memory_order_relaxed);
                 if (atomic_load_explicit(&w->sq.adv, memory_order_relaxed) &&
                     pc__stealq_ring_len(&w->sq) < PC_ADVERTISE_MIN)
                         pc__unadvertise(w);
