@@ -87,6 +87,11 @@ struct pc_arp_slot {
 _Static_assert(sizeof(struct pc_arp_slot) == 16, "four ARP slots per cache line");
 
 /* Queue i of a port: worker i's, and nobody else's. */
+/* struct pc_tcpe_stats is all uint64_t: it is published word by word. */
+#define PC_TCPE_STATS_WORDS (sizeof(struct pc_tcpe_stats) / sizeof(uint64_t))
+_Static_assert(sizeof(struct pc_tcpe_stats) % sizeof(uint64_t) == 0, "counters only");
+#define PC_TCP_PUB_NS 10000000ull /* how often a worker publishes its engines' counters */
+
 struct pc_port_q {
         struct pc_port *port;
         uint16_t qid;
@@ -104,6 +109,11 @@ struct pc_port_q {
         struct pc_tcp_held hold[PC_TCP_HOLD];
         uint32_t arp_asked;
         uint64_t arp_asked_at;
+        /* The engine's counters as its worker last published them
+         * (pc__tcp_publish(): every PC_TCP_PUB_NS of the loop's clock and
+         * when the loop ends), for readers off the worker. */
+        _Atomic uint64_t tcp_pub[PC_TCPE_STATS_WORDS];
+        uint64_t tcp_pub_at;
 } PC_ALIGNED;
 
 struct pc_udp_bind {
@@ -184,6 +194,8 @@ void pc__tcp_rx(struct pc_port *p, struct pc_port_q *q, struct rte_mbuf *m,
                 const struct pc_pkt *pk);
 /* Once per RX pass: flush, timers, held frames. Returns work done. */
 unsigned pc__tcp_poll(struct pc_port_q *q);
+/* Publish @q's engine counters for readers off the worker (its worker). */
+void pc__tcp_publish(struct pc_port_q *q);
 void pc__dconn_unlink(struct pc__dconn *dc);
 /* pc__dtcp_listen() whose listener frees @owned when the port closes. */
 int pc__dtcp_listen_owned(struct pc_port *p, uint16_t port, const struct pc_tcp_callbacks *cb,

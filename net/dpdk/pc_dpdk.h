@@ -206,8 +206,9 @@ int pc_udp_send(struct pc_port *p, const struct pc_udp_peer *to, uint16_t sport,
  * in @arp_held the frames that waited for an ARP answer and in @arp_drops
  * those dropped for want of one (each may be NULL).
  * Errors: -EINVAL, -ENOTSUP (@p has its own RX handler: no TCP).
- * Any thread while the runtime is not running (the engines' counters are
- * their workers' own); while it runs, the worker of @queue for its queue.
+ * Any thread. While the runtime runs, the engines' counters are those
+ * each worker published last (every 10 ms of its loop, and when its loop
+ * ends); once pc_runtime_run() returned, exact.
  */
 int pc_port_tcp_stats(const struct pc_port *p, int queue, struct pc_tcpe_stats *out,
                       uint64_t *handoffs, uint64_t *arp_held, uint64_t *arp_drops);

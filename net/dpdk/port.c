@@ -181,6 +181,17 @@ static void worker_stopping(struct pc_worker *w, void *arg)
                         pc__dtcp_fibers_cancel(&d->ports[i]->q[w->id]);
 }
 
+/* Worker-stop hook: the engines' last counters, for readers off the
+ * worker until the next run. */
+static void worker_stop(struct pc_worker *w, void *arg)
+{
+        struct pc_dpdk *d = arg;
+
+        for (unsigned i = 0; i < d->nports; i++)
+                if (d->ports[i]->q[w->id].tcpe)
+                        pc__tcp_publish(&d->ports[i]->q[w->id]);
+}
+
 /* ---- open / close --------------------------------------------------------- */
 
 static void free_port(struct pc_port *p)
@@ -364,6 +375,7 @@ int pc_port_open(struct pc_runtime *rt, const char *name_or_id, const struct pc_
                  * when its loop starts. */
                 d->module.worker_start = worker_start;
                 d->module.worker_stopping = worker_stopping;
+                d->module.worker_stop = worker_stop;
                 d->module.metrics = port_metrics;
                 d->module.arg = d;
                 pc__module_add(rt, &d->module);
@@ -467,6 +479,75 @@ void pc__port_drop(struct pc_port_q *q, struct rte_mbuf *m, enum pc_pkt_err why)
 
 #define LD(x) atomic_load_explicit(&(x), memory_order_relaxed)
 
+/* The TCP engines' counters of every queue with one, as their workers
+ * published them (pc__tcp_publish()). */
+static void tcp_metrics(struct pc__prom *p, const struct pc_dpdk *d)
+{
+        static const struct {
+                const char *name, *type, *help;
+                size_t off;
+        } fam[] = {
+#define T(n, t, f, h) {"percore_tcp_" n, t, h, offsetof(struct pc_tcpe_stats, f)}
+                T("segments_received_total", "counter", segs_in,
+                  "TCP segments the engine took in."),
+                T("segments_sent_total", "counter", segs_out, "TCP segments the engine sent."),
+                T("received_bytes_total", "counter", bytes_in, "TCP payload bytes received."),
+                T("sent_bytes_total", "counter", bytes_out, "TCP payload bytes sent."),
+                T("connections", "gauge", conns, "TCP connections open now."),
+                T("syn_received", "gauge", syn_rcvd, "Half-open TCP connections now."),
+                T("time_wait", "gauge", time_wait, "TCP connections in TIME-WAIT now."),
+                T("active_opens_total", "counter", active_opens, "TCP connects begun."),
+                T("passive_opens_total", "counter", passive_opens, "TCP connections accepted."),
+                T("resets_received_total", "counter", resets_in, "TCP resets taken."),
+                T("resets_sent_total", "counter", resets_out, "TCP resets sent."),
+                T("retransmits_total", "counter", retransmits, "TCP segments sent again."),
+                T("timeouts_total", "counter", timeouts, "TCP retransmission timer expiries."),
+                T("fast_retransmits_total", "counter", fast_retransmits,
+                  "TCP entries into fast recovery."),
+                T("syn_cookies_sent_total", "counter", cookies_sent,
+                  "SYN cookies sent past a full SYN backlog."),
+                T("challenge_acks_total", "counter", challenge_acks,
+                  "Challenge ACKs sent (RFC 5961)."),
+                T("buffer_bytes", "gauge", mem, "Bytes of TCP send and receive buffers held."),
+#undef T
+        };
+
+        for (size_t f = 0; f < sizeof(fam) / sizeof(fam[0]); f++) {
+                pc__prom_family(p, fam[f].name, fam[f].type, fam[f].help);
+                for (unsigned i = 0; i < d->nports; i++) {
+                        const struct pc_port *pt = d->ports[i];
+
+                        for (unsigned q = 0; q < pt->nq && pt->q[q].tcpe; q++) {
+                                char qn[12];
+                                const char *l[] = {"port", pt->name, "queue", qn};
+
+                                snprintf(qn, sizeof(qn), "%u", q);
+                                pc__prom_u64(p, fam[f].name, l, 2,
+                                             LD(pt->q[q].tcp_pub[fam[f].off / sizeof(uint64_t)]));
+                        }
+                }
+        }
+        pc__prom_family(p, "percore_tcp_drops_total", "counter",
+                        "TCP segments the engine did not take, by reason.");
+        for (unsigned i = 0; i < d->nports; i++) {
+                const struct pc_port *pt = d->ports[i];
+
+                for (unsigned q = 0; q < pt->nq && pt->q[q].tcpe; q++) {
+                        for (unsigned r = 1; r < PC_TCP_NR; r++) {
+                                char qn[12];
+                                const char *l[] = {"port", pt->name, "queue", qn, "reason",
+                                                   pc_tcp_err_name((enum pc_tcp_err)r)};
+                                size_t w = offsetof(struct pc_tcpe_stats, drops) /
+                                                   sizeof(uint64_t) + r;
+
+                                snprintf(qn, sizeof(qn), "%u", q);
+                                pc__prom_u64(p, "percore_tcp_drops_total", l, 3,
+                                             LD(pt->q[q].tcp_pub[w]));
+                        }
+                }
+        }
+}
+
 /* Module metrics hook: every queue's counters (queue i is worker i's),
  * labelled by port name and queue, and the device's own error count. */
 static void port_metrics(struct pc_runtime *rt, struct pc__prom *p, void *arg)
@@ -508,6 +589,7 @@ static void port_metrics(struct pc_runtime *rt, struct pc__prom *p, void *arg)
                         }
                 }
         }
+        tcp_metrics(p, d);
         pc__prom_family(p, "percore_port_device_errors_total", "counter",
                         "The device's receive and send errors and mbuf allocation "
                         "failures.");

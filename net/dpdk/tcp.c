@@ -262,6 +262,16 @@ static void hold_retry(struct pc_port *p, struct pc_port_q *q, uint64_t now)
         q->nhold = k;
 }
 
+void pc__tcp_publish(struct pc_port_q *q)
+{
+        struct pc_tcpe_stats s;
+        const uint64_t *w = (const uint64_t *)&s;
+
+        pc_tcpe_stats(q->tcpe, &s);
+        for (size_t k = 0; k < PC_TCPE_STATS_WORDS; k++)
+                atomic_store_explicit(&q->tcp_pub[k], w[k], memory_order_relaxed);
+}
+
 unsigned pc__tcp_poll(struct pc_port_q *q)
 {
         struct pc_tcpe *e = q->tcpe;
@@ -270,6 +280,11 @@ unsigned pc__tcp_poll(struct pc_port_q *q)
 
         if (e == NULL)
                 return 0;
+        /* The loop's clock, as it last read it: no clock read of our own. */
+        if (unlikely(pc__self->last_ns - q->tcp_pub_at >= PC_TCP_PUB_NS)) {
+                q->tcp_pub_at = pc__self->last_ns;
+                pc__tcp_publish(q);
+        }
         if (!q->nhold && !pc_tcpe_pending(e) && pc_tcpe_next_deadline(e) == UINT64_MAX)
                 return 0;
         now = pc_now_ns();
@@ -648,12 +663,14 @@ int pc_port_tcp_stats(const struct pc_port *p, int queue, struct pc_tcpe_stats *
                       uint64_t *handoffs, uint64_t *arp_held, uint64_t *arp_drops)
 {
         uint64_t h = 0, ah = 0, ad = 0;
+        bool running;
 
         if (p == NULL || out == NULL || queue < -1 || (queue >= 0 && (unsigned)queue >= p->nq))
                 return -EINVAL;
         if (p->q[0].tcpe == NULL)
                 return -ENOTSUP;
         memset(out, 0, sizeof(*out));
+        running = atomic_load_explicit(&p->rt->running, memory_order_acquire);
         for (unsigned i = 0; i < p->nq; i++) {
                 struct pc_tcpe_stats s;
                 const uint64_t *src = (const uint64_t *)&s;
@@ -661,9 +678,17 @@ int pc_port_tcp_stats(const struct pc_port *p, int queue, struct pc_tcpe_stats *
 
                 if (queue >= 0 && (unsigned)queue != i)
                         continue;
-                pc_tcpe_stats(p->q[i].tcpe, &s);
-                for (size_t k = 0; k < sizeof(s) / sizeof(uint64_t); k++)
-                        dst[k] += src[k];
+                /* While the run goes on the engines are their workers':
+                 * take what each published last. */
+                if (running) {
+                        for (size_t k = 0; k < PC_TCPE_STATS_WORDS; k++)
+                                dst[k] += atomic_load_explicit(&p->q[i].tcp_pub[k],
+                                                               memory_order_relaxed);
+                } else {
+                        pc_tcpe_stats(p->q[i].tcpe, &s);
+                        for (size_t k = 0; k < PC_TCPE_STATS_WORDS; k++)
+                                dst[k] += src[k];
+                }
                 h += atomic_load_explicit(&p->q[i].st.tcp_handoffs, memory_order_relaxed);
                 ah += atomic_load_explicit(&p->q[i].st.arp_held, memory_order_relaxed);
                 ad += atomic_load_explicit(&p->q[i].st.arp_drops, memory_order_relaxed);

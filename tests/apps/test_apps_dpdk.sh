@@ -6,7 +6,8 @@
 # side, pc_a_v1 in namespace pc_a_ns at 10.78.0.2, resolves us with ARP and
 # sends UDP: echo datagrams, then TCP streams to percore's own TCP, then
 # memcached UDP frames (set, get across shards, a reply over several
-# datagrams), then memcapable over TCP. The namespace and veth are
+# datagrams), then memcapable over TCP. A scrape of pc-echo's metrics shows
+# its TCP engines' counters. The namespace and veth are
 # removed on every exit, and stale ones at start.
 set -uo pipefail
 echo_bin=$1 kv_bin=$2
@@ -54,7 +55,8 @@ start() { # wait for the app's banner
 
 # ---- pc-echo
 banner="dpdk backend"
-start "$echo_bin" --backend dpdk -l "$ours" -U 7 -p 7 -t 2
+PERCORE_LOG=info PERCORE_METRICS=127.0.0.1:0 start "$echo_bin" --backend dpdk -l "$ours" -U 7 \
+	-p 7 -t 2
 ip netns exec "$ns" python3 - "$ours" <<'PY' || fail "pc-echo UDP"
 import socket, sys
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -110,6 +112,37 @@ print("ok: pc-echo --backend dpdk echoed %d TCP streams (%d bytes) byte-exact"
 PY
 }
 tcp_echo_check 64 || fail "pc-echo TCP"
+# The engines' counters reach a scraper (PERCORE_METRICS): every worker
+# publishes them every 10 ms of its loop, so wait for the figures to come.
+mport=$(sed -n 's/.*metrics: GET \/metrics on .* (port \([0-9]*\)).*/\1/p' "$out")
+[ -n "$mport" ] || fail "pc-echo: no metrics port in its log"
+/usr/bin/python3 - "$mport" "$(dirname "$0")/scrape.py" <<'PY' || fail "pc-echo TCP metrics"
+import subprocess, sys, time
+mport, scrape = sys.argv[1], sys.argv[2]
+want_bytes = sum([1, 100, 1460, 1461, 65536, 200000, 1500000, 7][i % 8] + i for i in range(64))
+def total(lines, name):
+    return sum(float(l.rsplit(" ", 1)[1]) for l in lines if l.startswith(name + "{"))
+for _ in range(100):
+    lines = subprocess.run([sys.executable, scrape, mport], check=True, capture_output=True,
+                           text=True).stdout.splitlines()
+    opens = total(lines, "percore_tcp_passive_opens_total")
+    rx = total(lines, "percore_tcp_received_bytes_total")
+    tx = total(lines, "percore_tcp_sent_bytes_total")
+    if opens == 64 and rx == want_bytes and tx == want_bytes:
+        break
+    time.sleep(0.1)
+else:
+    sys.exit("scraped passive opens %d, bytes in %d out %d; want 64 and %d"
+             % (opens, rx, tx, want_bytes))
+queues = {l.split("queue=")[1].split("}")[0] for l in lines
+          if l.startswith("percore_tcp_segments_received_total{")}
+assert queues == {"0", "1"}, queues
+reasons = {l.split("reason=")[1].split("}")[0] for l in lines
+           if l.startswith("percore_tcp_drops_total{")}
+assert "csum" in reasons and len(reasons) > 10, reasons
+print("ok: the scrape shows 64 TCP connections accepted and %d bytes each way, "
+      "per queue, with drops by reason" % want_bytes)
+PY
 stop_server || fail "pc-echo exit status"
 grep -q "pc-echo: tcp accepted=64 " "$out" || fail "pc-echo TCP counters"
 # The same, served blocking-style: a fiber per connection.
