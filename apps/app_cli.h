@@ -6,9 +6,11 @@
 #ifndef PC_APP_CLI_H
 #define PC_APP_CLI_H
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* A decimal integer in [lo, hi], nothing else. 0, or -1 for bad input. */
 static inline int app_parse_uint(const char *s, unsigned long lo, unsigned long hi,
@@ -38,6 +40,27 @@ static inline int app_parse_seconds(const char *s, double *out)
         if (errno || end == s || *end || !(v > 0 && v < 1e6))
                 return -1;
         *out = v;
+        return 0;
+}
+
+/* "A.B.C.D" or "A.B.C.D/LEN" (LEN 1..32): the address in @a (network
+ * order), LEN in *@len (0 when absent). 0, or -1 for bad input. */
+static inline int app_parse_ipv4_prefix(const char *s, struct in_addr *a, unsigned *len)
+{
+        char buf[32];
+        const char *slash = strchr(s, '/');
+        unsigned long v = 0;
+        size_t n = slash ? (size_t)(slash - s) : strlen(s);
+
+        if (n == 0 || n >= sizeof(buf))
+                return -1;
+        memcpy(buf, s, n);
+        buf[n] = '\0';
+        if (inet_pton(AF_INET, buf, a) != 1)
+                return -1;
+        if (slash && app_parse_uint(slash + 1, 1, 32, &v))
+                return -1;
+        *len = (unsigned)v;
         return 0;
 }
 

@@ -93,14 +93,17 @@ static void echo_main(void *arg)
 static void usage(FILE *f)
 {
         fprintf(f,
-                "usage: pc-echo [--backend kernel|dpdk] [-l ADDR] [-p TCP_PORT] [-U UDP_PORT]\n"
-                "               [-t WORKERS] [--fibers] [--duration S] [--help]\n"
+                "usage: pc-echo [--backend kernel|dpdk] [-l ADDR[/LEN]] [--gateway GW]\n"
+                "               [-p TCP_PORT] [-U UDP_PORT] [-t WORKERS] [--fibers]\n"
+                "               [--duration S] [--help]\n"
                 "Echoes TCP and UDP until --duration passes or SIGINT/SIGTERM, then prints\n"
                 "its counters.\n"
                 "  --backend B     kernel (io_uring sockets, default) or dpdk (our own\n"
                 "                  stack; the device comes from PERCORE_EAL_ARGS, port 0)\n"
                 "  -l ADDR         IPv4 address to listen on (default 127.0.0.1); with dpdk,\n"
-                "                  the address our stack answers ARP, ICMP, UDP and TCP for\n"
+                "                  the address our stack answers ARP, ICMP, UDP and TCP for;\n"
+                "                  /LEN (dpdk) the subnet on the link\n"
+                "  --gateway GW    (dpdk, with /LEN) where frames off the subnet go\n"
                 "  -p PORT         TCP port (default 7007; 0 = no TCP)\n"
                 "  -U PORT         UDP port (default 0 = no UDP)\n"
                 "  -t N            workers (default: PERCORE_WORKERS or one per CPU)\n"
@@ -166,6 +169,7 @@ int main(int argc, char **argv)
                 {"backend", required_argument, NULL, 'b'},
                 {"duration", required_argument, NULL, 'd'},
                 {"fibers", no_argument, NULL, 'f'},
+                {"gateway", required_argument, NULL, 'g'},
                 {"help", no_argument, NULL, 'h'},
                 {NULL, 0, NULL, 0},
         };
@@ -173,7 +177,9 @@ int main(int argc, char **argv)
         enum backend be = BACKEND_KERNEL;
         const char *addr = "127.0.0.1";
         unsigned long tcp_port = 7007, udp_port = 0, v;
-        struct in_addr ia;
+        struct in_addr ia, gw = {0};
+        unsigned prefix = 0;
+        bool gateway = false;
         void *dport = NULL;
         bool fibers = false;
         int c, rc;
@@ -193,12 +199,20 @@ int main(int argc, char **argv)
                         }
                         break;
                 case 'l':
-                        if (inet_pton(AF_INET, optarg, &ia) != 1) {
-                                fprintf(stderr, "pc-echo: -l '%s': expected an IPv4 address\n",
-                                        optarg);
+                        if (app_parse_ipv4_prefix(optarg, &ia, &prefix)) {
+                                fprintf(stderr, "pc-echo: -l '%s': expected an IPv4 address, "
+                                                "with /LEN (1..32) on dpdk\n", optarg);
                                 return 2;
                         }
                         addr = optarg;
+                        break;
+                case 'g':
+                        if (inet_pton(AF_INET, optarg, &gw) != 1) {
+                                fprintf(stderr, "pc-echo: --gateway '%s': expected an IPv4 "
+                                                "address\n", optarg);
+                                return 2;
+                        }
+                        gateway = true;
                         break;
                 case 'p':
                 case 'U':
@@ -237,7 +251,15 @@ int main(int argc, char **argv)
         }
         if (app_no_operands("pc-echo", argc, argv, optind, usage))
                 return 2;
-        inet_pton(AF_INET, addr, &ia); /* checked when given; the default parses */
+        app_parse_ipv4_prefix(addr, &ia, &prefix); /* checked when given; the default parses */
+        if (be == BACKEND_KERNEL && (prefix || gateway)) {
+                fprintf(stderr, "pc-echo: -l ADDR/LEN and --gateway are for --backend dpdk\n");
+                return 2;
+        }
+        if (gateway && prefix == 0) {
+                fprintf(stderr, "pc-echo: --gateway needs the subnet: -l ADDR/LEN\n");
+                return 2;
+        }
         if (be == BACKEND_DPDK) {
 #ifdef PC_HAVE_DPDK
                 const char *eal = getenv("PERCORE_EAL_ARGS");
@@ -288,6 +310,8 @@ int main(int argc, char **argv)
                 rc = pc_port_open(rt, "0", NULL, &p);
                 if (rc == 0)
                         rc = pc_port_set_ipv4(p, ntohl(ia.s_addr));
+                if (rc == 0 && prefix)
+                        rc = pc_port_set_route(p, prefix, ntohl(gw.s_addr));
                 if (rc == 0 && udp_port)
                         rc = pc_udp_ep_dpdk(&udp_ep, p, (uint16_t)udp_port, udp_echo, NULL);
                 if (rc == 0 && tcp_port && fibers)

@@ -38,6 +38,8 @@ extern struct kv_settings kv_set;
 
 struct kv_settings {
         const char *addr;
+        unsigned prefix;  /* -l ADDR/LEN (dpdk): the subnet, 0 = none */
+        const char *gateway; /* --gateway (dpdk) */
         unsigned long tcp_port, udp_port, mem_mb, max_conns;
         size_t item_max;
         const char *backend;

@@ -56,16 +56,18 @@ static void kv_main(void *arg)
 static void usage(FILE *f)
 {
         fprintf(f,
-                "usage: pc-kv [-p TCP_PORT] [-U UDP_PORT] [-l ADDR] [-m MB] [-t WORKERS]\n"
+                "usage: pc-kv [-p TCP_PORT] [-U UDP_PORT] [-l ADDR[/LEN]] [-m MB] [-t WORKERS]\n"
                 "             [-c MAXCONNS] [-I ITEM_MAX] [-A] [-v] [--backend kernel|dpdk]\n"
-                "             [--help]\n"
+                "             [--gateway GW] [--help]\n"
                 "A memcached-compatible cache (ASCII and binary protocols over TCP, memcached's\n"
                 "UDP frames), its data sharded by key across the workers. Runs until\n"
                 "SIGINT/SIGTERM.\n"
                 "  -p PORT         TCP port (default 11211; 0 = off)\n"
                 "  -U PORT         UDP port (default 0 = off)\n"
                 "  -l ADDR         IPv4 address to listen on (default 127.0.0.1); with dpdk,\n"
-                "                  the address our own stack answers for on DPDK port 0\n"
+                "                  the address our own stack answers for on DPDK port 0;\n"
+                "                  /LEN (dpdk) the subnet on the link\n"
+                "  --gateway GW    (dpdk, with /LEN) where frames off the subnet go\n"
                 "  -m MB           item memory in megabytes, split evenly per worker (64)\n"
                 "  -t N            workers (default: PERCORE_WORKERS or one per CPU)\n"
                 "  -c N            most simultaneous connections (1024)\n"
@@ -144,6 +146,7 @@ static int parse_flags(int argc, char **argv, struct pc_config *cfg)
         static const struct option lopts[] = {
                 {"backend", required_argument, NULL, 'b'},
                 {"enable-shutdown", no_argument, NULL, 'A'},
+                {"gateway", required_argument, NULL, 'g'},
                 {"help", no_argument, NULL, 'h'},
                 {NULL, 0, NULL, 0},
         };
@@ -166,9 +169,15 @@ static int parse_flags(int argc, char **argv, struct pc_config *cfg)
                         *(c == 'p' ? &kv_set.tcp_port : &kv_set.udp_port) = v;
                         break;
                 case 'l':
-                        if (inet_pton(AF_INET, optarg, &ia) != 1)
-                                return bad_flag("-l", optarg, "an IPv4 address");
+                        if (app_parse_ipv4_prefix(optarg, &ia, &kv_set.prefix))
+                                return bad_flag("-l", optarg,
+                                                "an IPv4 address, with /LEN (1..32) on dpdk");
                         kv_set.addr = optarg;
+                        break;
+                case 'g':
+                        if (inet_pton(AF_INET, optarg, &ia) != 1)
+                                return bad_flag("--gateway", optarg, "an IPv4 address");
+                        kv_set.gateway = optarg;
                         break;
                 case 'm':
                         if (app_parse_uint(optarg, 1, 1024UL * 1024, &kv_set.mem_mb))
@@ -203,6 +212,14 @@ static int parse_flags(int argc, char **argv, struct pc_config *cfg)
         }
         if (app_no_operands("pc-kv", argc, argv, optind, usage))
                 return 2;
+        if (strcmp(kv_set.backend, "kernel") == 0 && (kv_set.prefix || kv_set.gateway)) {
+                fprintf(stderr, "pc-kv: -l ADDR/LEN and --gateway are for --backend dpdk\n");
+                return 2;
+        }
+        if (kv_set.gateway && kv_set.prefix == 0) {
+                fprintf(stderr, "pc-kv: --gateway needs the subnet: -l ADDR/LEN\n");
+                return 2;
+        }
         if (strcmp(kv_set.backend, "dpdk") == 0) {
 #ifdef PC_HAVE_DPDK
                 const char *eal = getenv("PERCORE_EAL_ARGS");
@@ -250,10 +267,17 @@ static int start_services(void)
                 tc.max_conns = (unsigned)((kv_set.max_conns + pc_runtime_workers(kv_rt) - 1) /
                                           pc_runtime_workers(kv_rt));
                 o.tcp = &tc;
-                inet_pton(AF_INET, kv_set.addr, &ia);
+                struct in_addr gw = {0};
+                unsigned prefix;
+
+                app_parse_ipv4_prefix(kv_set.addr, &ia, &prefix); /* parsed before */
+                if (kv_set.gateway)
+                        inet_pton(AF_INET, kv_set.gateway, &gw);
                 rc = pc_port_open(kv_rt, "0", &o, &p);
                 if (rc == 0)
                         rc = pc_port_set_ipv4(p, ntohl(ia.s_addr));
+                if (rc == 0 && prefix)
+                        rc = pc_port_set_route(p, prefix, ntohl(gw.s_addr));
                 if (rc == 0 && kv_set.udp_port)
                         rc = kv_udp_start_dpdk(p);
                 if (rc == 0 && kv_set.tcp_port)

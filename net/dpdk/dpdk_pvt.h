@@ -133,6 +133,10 @@ struct pc_port {
         pc_rx_fn rx;
         void *rx_arg;
         uint32_t ipv4; /* host order, 0 = none */
+        /* pc_port_set_route(): our subnet's mask (0: every address is on
+         * the link) and the next hop for the rest (0: none, unreachable) */
+        uint32_t netmask;
+        uint32_t gateway;
         struct pc_udp_bind binds[PC_UDP_MAX_BINDS];
         unsigned nbinds;
         struct pc_port_q *q; /* [nq], one per worker */
@@ -194,6 +198,16 @@ void pc__tcp_rx(struct pc_port *p, struct pc_port_q *q, struct rte_mbuf *m,
                 const struct pc_pkt *pk);
 /* Once per RX pass: flush, timers, held frames. Returns work done. */
 unsigned pc__tcp_poll(struct pc_port_q *q);
+/* The address whose link address a frame to @dst goes to: @dst itself on
+ * our subnet (or on a port without one), else the gateway; 0 when @dst is
+ * off the subnet and there is no gateway. Any thread. */
+static inline uint32_t pc__next_hop(const struct pc_port *p, uint32_t dst)
+{
+        if (((dst ^ p->ipv4) & p->netmask) == 0 || dst == 0xffffffffu)
+                return dst;
+        return p->gateway;
+}
+
 /* Publish @q's engine counters for readers off the worker (its worker). */
 void pc__tcp_publish(struct pc_port_q *q);
 void pc__dconn_unlink(struct pc__dconn *dc);

@@ -169,6 +169,23 @@ void pc_port_stats_print(const struct pc_runtime *rt, FILE *f);
  */
 int pc_port_set_ipv4(struct pc_port *p, uint32_t addr);
 
+/**
+ * Route through a gateway: @p's subnet is its address (pc_port_set_ipv4(),
+ * first) with @prefix_len leading bits (1..32); a frame we address to a
+ * host outside it (TCP segments, a pc_udp_send() without a link address)
+ * goes to the link address of @gateway (host byte order), which must be
+ * on the subnet, resolved by ARP like any neighbour. Replies to a
+ * datagram or a ping go back to the link address they came from, routed
+ * or not. @gateway 0: no route off the subnet (a send
+ * there fails with -EHOSTUNREACH; a TCP frame is dropped and counted in
+ * tcp_arp_drops). Without this call, or after one with @prefix_len 0 and
+ * @gateway 0, every address is taken to be on the link.
+ * Errors: -EINVAL (no address yet, @prefix_len over 32, or 0 with a
+ * gateway, @gateway off the subnet, our own address, or the subnet's network or broadcast
+ * address), -EBUSY (running). The creating thread, before pc_runtime_run().
+ */
+int pc_port_set_route(struct pc_port *p, unsigned prefix_len, uint32_t gateway);
+
 /* struct pc_udp_peer (where a datagram came from or goes to) is in
  * pc_net.h, shared with the kernel backend. */
 

@@ -117,6 +117,28 @@ int pc_port_set_ipv4(struct pc_port *p, uint32_t addr)
         return 0;
 }
 
+int pc_port_set_route(struct pc_port *p, unsigned prefix_len, uint32_t gateway)
+{
+        uint32_t mask;
+
+        if (p == NULL || p->ipv4 == 0 || prefix_len > 32 || (prefix_len == 0 && gateway))
+                return -EINVAL;
+        if (atomic_load(&p->rt->running))
+                return -EBUSY;
+        if (prefix_len == 0) {
+                p->netmask = p->gateway = 0;
+                return 0;
+        }
+        mask = prefix_len == 32 ? 0xffffffffu : ~(0xffffffffu >> prefix_len);
+        if (gateway != 0 &&
+            (((gateway ^ p->ipv4) & mask) != 0 || gateway == p->ipv4 ||
+             (prefix_len < 31 && ((gateway & ~mask) == 0 || (gateway | mask) == 0xffffffffu))))
+                return -EINVAL;
+        p->netmask = mask;
+        p->gateway = gateway;
+        return 0;
+}
+
 int pc_udp_bind(struct pc_port *p, uint16_t udp_port, pc_udp_fn fn, void *arg)
 {
         if (p == NULL || fn == NULL || udp_port == 0)
@@ -157,6 +179,7 @@ int pc_udp_send(struct pc_port *p, const struct pc_udp_peer *to, uint16_t sport,
         struct rte_mbuf *m;
         const uint8_t *mac;
         uint8_t learned[6];
+        uint32_t hop;
         size_t flen;
 
         if (w == NULL || p == NULL || w->rt != p->rt)
@@ -170,10 +193,12 @@ int pc_udp_send(struct pc_port *p, const struct pc_udp_peer *to, uint16_t sport,
                 mac = to->mac;
         else if (to->addr == 0xffffffffu)
                 mac = bcast_mac;
-        else if (pc__arp_lookup(p, to->addr, learned))
+        else if ((hop = pc__next_hop(p, to->addr)) == 0)
+                return -EHOSTUNREACH;
+        else if (pc__arp_lookup(p, hop, learned))
                 mac = learned;
         else {
-                send_arp_request(p, q, to->addr);
+                send_arp_request(p, q, hop);
                 return -EHOSTUNREACH;
         }
         m = rte_pktmbuf_alloc(q->pool);

@@ -192,6 +192,7 @@ static int emit(void *ctx, const struct pc_tcp_frame *f)
         struct pc_port *p = q->port;
         struct rte_mbuf *m;
         uint8_t *b, mac[6];
+        uint32_t hop;
         bool known;
 
         if (unlikely(PC_ETH_HLEN + f->len > RTE_MBUF_DEFAULT_DATAROOM))
@@ -206,7 +207,13 @@ static int emit(void *ctx, const struct pc_tcp_frame *f)
                 rte_pktmbuf_free(m);
                 return -EMSGSIZE;
         }
-        known = pc__arp_lookup(p, f->daddr, mac);
+        hop = pc__next_hop(p, f->daddr);
+        if (unlikely(hop == 0)) {
+                rte_pktmbuf_free(m);
+                pc__qcount(&q->st.arp_drops, 1);
+                return -EHOSTUNREACH;
+        }
+        known = pc__arp_lookup(p, hop, mac);
         memcpy(b, known ? mac : bcast_mac, 6);
         memcpy(b + 6, p->mac, 6);
         pc_wr16(b + 12, PC_ETH_P_IPV4);
@@ -225,14 +232,14 @@ static int emit(void *ctx, const struct pc_tcp_frame *f)
         {
                 uint64_t now = pc_now_ns();
 
-                ask_arp(p, q, f->daddr, now);
+                ask_arp(p, q, hop, now);
                 if (q->nhold == PC_TCP_HOLD) {
                         rte_pktmbuf_free(m);
                         pc__qcount(&q->st.arp_drops, 1);
                         return -EHOSTUNREACH;
                 }
                 q->hold[q->nhold].m = m;
-                q->hold[q->nhold].addr = f->daddr;
+                q->hold[q->nhold].addr = hop;
                 q->hold[q->nhold].since = now;
                 q->nhold++;
                 pc__qcount(&q->st.arp_held, 1);

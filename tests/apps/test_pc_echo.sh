@@ -5,7 +5,9 @@ set -euo pipefail
 bin=$1
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-for bad in "--backend nope" "-p 70000" "-U x" "-t 0" "-l 1.2.3" "--duration -1" "-p 0 -U 0" "extra"; do
+for bad in "--backend nope" "-p 70000" "-U x" "-t 0" "-l 1.2.3" "--duration -1" "-p 0 -U 0" "extra" \
+	"-l 10.0.0.1/24" "--gateway 10.0.0.2" "--backend dpdk -l 10.0.0.1/33" \
+	"--backend dpdk --gateway 10.0.0.2" "--backend dpdk -l 10.0.0.1/24 --gateway x"; do
         rc=0
         # shellcheck disable=SC2086
         "$bin" $bad >/dev/null 2>&1 || rc=$?

@@ -11,7 +11,8 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 . "$(dirname "$0")/lib.sh"
 
 for bad in "-p 70000" "-p 0 -U 0" "-U -1" "-t 0" "-m 0" "-m x" "-I 12q" "-I 10" "-c 0" \
-        "-l 1.2.3" "--backend dpdk" "--backend x" "--nope" "extra"; do
+        "-l 1.2.3" "--backend dpdk" "--backend x" "--nope" "extra" "-l 10.0.0.1/24" \
+        "--gateway 10.0.0.2" "--backend dpdk -l 10.0.0.1/0" "--backend dpdk --gateway 1.2.3.4"; do
         rc=0
         # shellcheck disable=SC2086
         "$bin" $bad >/dev/null 2>&1 || rc=$?

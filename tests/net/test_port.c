@@ -515,6 +515,63 @@ static void test_arp_shared_by_workers(void **state)
         assert_int_equal(atomic_load(&failures), 0);
 }
 
+/* ---- routing --------------------------------------------------------------- */
+
+#define FAR_IP 0xc6336407u /* 198.51.100.7: off 10.0.0.0/24 */
+static _Atomic int route_rc[2];
+
+static void route_send(void *arg)
+{
+        struct pc_udp_peer far = {.addr = FAR_IP, .port = 6000};
+
+        (void)arg;
+        /* Off the subnet, no link address given: through the gateway. */
+        atomic_store(&route_rc[0], pc_udp_send(R1, &far, UDP_PORT, "far", 3));
+        atomic_store(&route_rc[1], send_to_peer2());
+        pc_runtime_stop(RT);
+}
+
+static void route_main(void *arg)
+{
+        (void)arg;
+        pc_spawn_on(2, route_send, NULL);
+}
+
+/* Runs after test_arp_shared_by_workers: PEER2's link address is known,
+ * FAR_IP's never is. */
+static void test_route(void **state)
+{
+        (void)state;
+        assert_int_equal(pc_port_set_route(NULL, 24, 0), -EINVAL);
+        assert_int_equal(pc_port_set_route(R0, 24, 0), -EINVAL); /* no address */
+        assert_int_equal(pc_port_set_route(R1, 33, 0), -EINVAL);
+        assert_int_equal(pc_port_set_route(R1, 0, PEER2_IP), -EINVAL);
+        assert_int_equal(pc_port_set_route(R1, 24, 0x0a000103u), -EINVAL); /* off subnet */
+        assert_int_equal(pc_port_set_route(R1, 24, MY_IP), -EINVAL);
+        assert_int_equal(pc_port_set_route(R1, 24, 0x0a000000u), -EINVAL); /* network */
+        assert_int_equal(pc_port_set_route(R1, 24, 0x0a0000ffu), -EINVAL); /* broadcast */
+
+        /* Every address on the link: FAR_IP needs its own ARP answer. */
+        assert_int_equal(pc_runtime_run(RT, route_main, NULL), 0);
+        assert_int_equal(atomic_load(&route_rc[0]), -EHOSTUNREACH);
+        assert_int_equal(atomic_load(&route_rc[1]), 0);
+
+        /* PEER2 as the gateway: FAR_IP goes to PEER2's link address. */
+        assert_int_equal(pc_port_set_route(R1, 24, PEER2_IP), 0);
+        assert_int_equal(pc_runtime_run(RT, route_main, NULL), 0);
+        assert_int_equal(atomic_load(&route_rc[0]), 0);
+        assert_int_equal(atomic_load(&route_rc[1]), 0);
+
+        /* A subnet without a gateway: nothing off it is reachable. */
+        assert_int_equal(pc_port_set_route(R1, 24, 0), 0);
+        assert_int_equal(pc_runtime_run(RT, route_main, NULL), 0);
+        assert_int_equal(atomic_load(&route_rc[0]), -EHOSTUNREACH);
+        assert_int_equal(atomic_load(&route_rc[1]), 0);
+
+        assert_int_equal(pc_port_set_route(R1, 0, 0), 0);
+        assert_int_equal(atomic_load(&failures), 0);
+}
+
 /* ---- telemetry -------------------------------------------------------------- */
 
 static int tel_query(int fd, const char *cmd, char *buf, size_t len)
@@ -627,6 +684,7 @@ int main(void)
                 cmocka_unit_test(test_ring_per_worker_queues),
                 cmocka_unit_test(test_stack_drops_every_kind),
                 cmocka_unit_test(test_arp_shared_by_workers),
+                cmocka_unit_test(test_route),
                 cmocka_unit_test(test_telemetry),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
