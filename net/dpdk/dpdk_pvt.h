@@ -86,12 +86,12 @@ struct pc_arp_slot {
 };
 _Static_assert(sizeof(struct pc_arp_slot) == 16, "four ARP slots per cache line");
 
-/* Queue i of a port: worker i's, and nobody else's. */
 /* struct pc_tcpe_stats is all uint64_t: it is published word by word. */
 #define PC_TCPE_STATS_WORDS (sizeof(struct pc_tcpe_stats) / sizeof(uint64_t))
 _Static_assert(sizeof(struct pc_tcpe_stats) % sizeof(uint64_t) == 0, "counters only");
 #define PC_TCP_PUB_NS 10000000ull /* how often a worker publishes its engines' counters */
 
+/* Queue i of a port: worker i's, and nobody else's. */
 struct pc_port_q {
         struct pc_port *port;
         uint16_t qid;
