@@ -5,6 +5,8 @@
  *   submit  one-way pc_submit() throughput from worker 0 to worker 1
  *           (msgs_per_sec); beside it peer:rte_ring, DPDK's SP/SC ring
  *           between two threads pinned to the same two CPUs, bursts of 32.
+ *   submit-burst32  the same with pc_submit_burst() of 32, the peer's
+ *           own burst, beside the same peer.
  *   call    pc_call() round trip, worker 0 -> 1 -> 0, one call in flight
  *           (call_rtt_ns, mean per run; the table shows the median run);
  *           beside it peer:pingpong, two pinned threads bouncing a counter
@@ -466,6 +468,35 @@ static void submit_driver(void *arg)
         pc_spawn_task(&C.driver);
 }
 
+/* The submit-burst32 case's driver: the same window, in bursts of 32
+ * through pc_submit_burst(), as the rte_ring peer enqueues. */
+#define SUBMIT_BURST 32
+
+static void submit_burst_driver(void *arg)
+{
+        void *args[SUBMIT_BURST];
+        uint64_t inflight, n;
+
+        (void)arg;
+        if (pc_runtime_stopping(C.rt))
+                return;
+        inflight = C.sent - atomic_load_explicit(&C.sink.pub, memory_order_relaxed);
+        n = inflight < WINDOW ? WINDOW - inflight : 0;
+        if (n > SUBMIT_BATCH)
+                n = SUBMIT_BATCH;
+        for (unsigned j = 0; j < SUBMIT_BURST; j++)
+                args[j] = &C.sink;
+        while (n >= SUBMIT_BURST) {
+                int rc = pc_submit_burst(1, msg_sink_fn, args, SUBMIT_BURST);
+
+                if (rc <= 0)
+                        break;
+                C.sent += (uint64_t)rc;
+                n -= (uint64_t)rc;
+        }
+        pc_spawn_task(&C.driver);
+}
+
 void *msg_echo(void *arg)
 {
         return arg;
@@ -581,6 +612,16 @@ static void submit_main(void *arg)
         submit_driver(NULL);
 }
 
+static void submit_burst_main(void *arg)
+{
+        (void)arg;
+        pc_timer_init(&C.stop_timer, stop_submit, NULL);
+        pc_timer_start(&C.stop_timer, C.duration_ns, 0);
+        C.t0 = pc_now_ns();
+        pc_task_init(&C.driver, submit_burst_driver, NULL, PC_STICKY);
+        submit_burst_driver(NULL);
+}
+
 static void call_main(void *arg)
 {
         (void)arg;
@@ -641,7 +682,7 @@ static double run_case(const struct bench_opts *o, enum pc_mode mode, unsigned *
                 return rc;
         if (C.done_at_stop == 0 || C.t1 <= C.t0)
                 return -EIO;
-        if (main_fn == submit_main)
+        if (main_fn == submit_main || main_fn == submit_burst_main)
                 v = (double)C.done_at_stop / ((double)(C.t1 - C.t0) / 1e9);
         else
                 v = (double)(C.t1 - C.t0) / (double)C.done_at_stop;
@@ -653,6 +694,13 @@ static double submit_run(const struct bench_opts *o, enum pc_mode mode, unsigned
 {
         (void)ctx;
         return run_case(o, mode, workers, "submit", submit_main);
+}
+
+static double submit_burst_run(const struct bench_opts *o, enum pc_mode mode,
+                               unsigned *workers, void *ctx)
+{
+        (void)ctx;
+        return run_case(o, mode, workers, "submit-burst32", submit_burst_main);
 }
 
 double msg_call_rtt(const struct bench_opts *o, enum pc_mode mode, unsigned *workers,
@@ -942,6 +990,9 @@ int suite_msg(const struct bench_opts *o)
         nran = 0;
         rc = msg_case(o, "submit", "msgs_per_sec", "msgs/s", false, submit_run, submit_peers,
                       1);
+        if (rc == 0)
+                rc = msg_case(o, "submit-burst32", "msgs_per_sec", "msgs/s", false,
+                              submit_burst_run, submit_peers, 1);
         if (rc == 0)
                 rc = msg_case(o, "call", "call_rtt_ns", "ns", true, msg_call_run, call_peers,
                               MSG_MAX_PEERS);

@@ -93,6 +93,7 @@
  * anything it holds is unpublished or could be moved.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #ifdef __SSE2__
@@ -934,6 +935,53 @@ int pc_submit(unsigned dst, pc_task_fn fn, void *arg)
                 return -EINVAL;
         return mbox_send(sw, dst, MBOX_REQ, (union pc__msg_fn){.submit = fn}, arg, NULL, NULL,
                          NULL);
+}
+
+int pc_submit_burst(unsigned dst, pc_task_fn fn, void *const *args, unsigned n)
+{
+        struct pc__shard_worker *sw;
+        struct pc__mbox_out *o;
+        unsigned idx, i = 0;
+        int rc;
+
+        sw = pc__shard_self(&rc);
+        if (unlikely(sw == NULL))
+                return rc;
+        if (unlikely(fn == NULL || (args == NULL && n) || dst >= sw->n || n > INT_MAX))
+                return -EINVAL;
+        idx = 2 * dst + MBOX_REQ;
+        o = &sw->out[idx];
+        if (likely(o->ovf_head == NULL) && n) {
+                struct pc__msg *slots = ring_slots(o->ring);
+                uint32_t tail = o->tail, before = tail - o->pub, room, k;
+
+                /* The fast path's rule: keep at least one slot free. */
+                room = sw->mask - (tail - o->head_cache);
+                if (room < n) {
+                        o->head_cache = atomic_load_explicit(&o->ring->head,
+                                                             memory_order_acquire);
+                        room = sw->mask - (tail - o->head_cache);
+                }
+                k = n < room ? n : room;
+                for (uint32_t j = 0; j < k; j++)
+                        slot_write(&slots[(tail + j) & sw->mask],
+                                   (union pc__msg_fn){.submit = fn}, args[j], NULL, NULL);
+                o->tail = tail + k;
+                i = k;
+                if (before + k >= PC_MBOX_BATCH)
+                        publish(sw, idx, o);
+                else if (before == 0 && k)
+                        set_bit(sw->dirty, idx);
+        }
+        /* The rest one by one: the slow path publishes a full ring and
+         * queues in overflow, in order. */
+        for (; i < n; i++) {
+                rc = mbox_send(sw, dst, MBOX_REQ, (union pc__msg_fn){.submit = fn}, args[i],
+                               NULL, NULL, NULL);
+                if (unlikely(rc))
+                        return i ? (int)i : rc;
+        }
+        return (int)n;
 }
 
 int pc_call(unsigned dst, void *(*fn)(void *arg), void *arg,

@@ -91,6 +91,22 @@ int pc_shard_init(struct pc_runtime *rt, const struct pc_shard_opts *opts);
 int pc_submit(unsigned dst, pc_task_fn fn, void *arg);
 
 /**
+ * pc_submit() of @n messages at once, @fn(@args[0]) ... @fn(@args[n-1]),
+ * in that order, each once, ordered with the caller's other messages to
+ * @dst as n pc_submit() calls would be; one look at the ring's space and
+ * at most one publication for all that fit (the burst style of DPDK's
+ * rings, for a fan-out of one function over many arguments). What does
+ * not fit waits in overflow as with pc_submit().
+ * Returns @n; or fewer when an overflow node could not be allocated (the
+ * first ones are queued, the rest are not); or -errno, nothing queued:
+ * -EINVAL (@fn NULL, @args NULL with @n > 0, @n over INT_MAX, no worker
+ * @dst), -ENODEV
+ * (pc_shard_init() not called), -EPERM off-worker, -ENOMEM (no message
+ * at all could be queued). Worker only.
+ */
+int pc_submit_burst(unsigned dst, pc_task_fn fn, void *const *args, unsigned n);
+
+/**
  * Run @result = @fn(@arg) on worker @dst, then @done(@result, @done_arg)
  * back on the calling worker. Ordering and backpressure as pc_submit();
  * replies travel on their own ring, so they never queue behind requests. A

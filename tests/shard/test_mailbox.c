@@ -101,6 +101,7 @@ struct storm {
         _Atomic uint64_t bad_order, bad_worker, bad_result, send_err;
         bool stop_when_done;
         unsigned call_every;             /* every call_every-th message is a pc_call() */
+        bool bursts;                     /* some sends are pc_submit_burst()s of 1-9 */
         uint64_t left[MAXW];             /* per driver, its own task chain only */
 };
 
@@ -171,14 +172,44 @@ static int send_one(unsigned dst)
         return pc_submit(dst, on_submit, a);
 }
 
+/* A burst of up to 9 submits (fewer when @left is smaller) to @dst, in
+ * sequence with the pair's other messages. Returns the messages sent. */
+static unsigned send_burst(unsigned dst, uint64_t left)
+{
+        unsigned me = (unsigned)pc_worker_id();
+        unsigned b = 1 + (unsigned)(S.next_seq[me][dst] % 9);
+        void *args[9];
+        int rc;
+
+        if (b > left)
+                b = (unsigned)left;
+        for (unsigned j = 0; j < b; j++)
+                args[j] = PACK(me, dst, S.next_seq[me][dst] + j);
+        rc = pc_submit_burst(dst, on_submit, args, b);
+        if (rc != (int)b) {
+                atomic_fetch_add(&S.send_err, 1);
+                return b;
+        }
+        S.next_seq[me][dst] += b;
+        return b;
+}
+
 static void driver(void *arg)
 {
         uint64_t *left = arg;
         unsigned me = (unsigned)pc_worker_id();
 
-        for (unsigned i = 0; i < CHUNK && *left; i++, (*left)--)
-                if (send_one((me + i) % S.n) != 0)
+        for (unsigned i = 0; i < CHUNK && *left; i++) {
+                unsigned dst = (me + i) % S.n;
+
+                if (S.bursts && i % 3 == 0) {
+                        *left -= send_burst(dst, *left);
+                        continue;
+                }
+                if (send_one(dst) != 0)
                         atomic_fetch_add(&S.send_err, 1);
+                (*left)--;
+        }
         if (*left)
                 pc_spawn(driver, left);
 }
@@ -193,7 +224,7 @@ static void storm_main(void *arg)
 /* @call_every 7: mostly submits, so the rings are rarely empty and few
  * calls take a slot; 1: all calls, the first to each worker on a slot
  * (the rings start empty), those past the slots on the ring behind. */
-static void run_storm(enum pc_mode mode, unsigned call_every)
+static void run_storm_bursts(enum pc_mode mode, unsigned call_every, bool bursts)
 {
         struct pc_shard_opts so;
         struct pc_config cfg;
@@ -203,6 +234,7 @@ static void run_storm(enum pc_mode mode, unsigned call_every)
 
         memset(&S, 0, sizeof(S));
         S.call_every = call_every;
+        S.bursts = bursts;
         pc_test_config(&cfg, SW);
         cfg.mode = mode;
         assert_int_equal(pc_runtime_create(&cfg, &S.rt), 0);
@@ -251,6 +283,59 @@ static void run_storm(enum pc_mode mode, unsigned call_every)
                 assert_true(slotted > 0);
                 assert_true(slotted < atomic_load(&S.calls));
         }
+        pc_runtime_destroy(S.rt);
+}
+
+static void run_storm(enum pc_mode mode, unsigned call_every)
+{
+        run_storm_bursts(mode, call_every, false);
+}
+
+/* Bursts of submits mixed with single submits and calls, most of them
+ * through overflow: the same exactly-once order per pair. */
+static void test_storm_bursts_tpc(void **state)
+{
+        (void)state;
+        run_storm_bursts(PC_MODE_TPC, 7, true);
+}
+
+static void test_storm_bursts_elastic(void **state)
+{
+        (void)state;
+        run_storm_bursts(PC_MODE_ELASTIC, 7, true);
+}
+
+/* What pc_submit_burst() refuses, before anything is queued. */
+static _Atomic int burst_rc[4];
+
+static void burst_errors_main(void *arg)
+{
+        void *args[2] = {NULL, NULL};
+
+        (void)arg;
+        atomic_store(&burst_rc[0], pc_submit_burst(0, NULL, args, 2));
+        atomic_store(&burst_rc[1], pc_submit_burst(0, on_submit, NULL, 2));
+        atomic_store(&burst_rc[2], pc_submit_burst(99, on_submit, args, 2));
+        atomic_store(&burst_rc[3], pc_submit_burst(0, on_submit, NULL, 0));
+        pc_runtime_stop(S.rt);
+}
+
+static void test_burst_errors(void **state)
+{
+        struct pc_config cfg;
+        void *args[1] = {NULL};
+
+        (void)state;
+        memset(&S, 0, sizeof(S));
+        assert_int_equal(pc_submit_burst(0, on_submit, args, 1), -EPERM);
+        pc_test_config(&cfg, 2);
+        assert_int_equal(pc_runtime_create(&cfg, &S.rt), 0);
+        assert_int_equal(pc_shard_init(S.rt, NULL), 0);
+        assert_int_equal(pc_runtime_run(S.rt, burst_errors_main, NULL), 0);
+        assert_int_equal(atomic_load(&burst_rc[0]), -EINVAL);
+        assert_int_equal(atomic_load(&burst_rc[1]), -EINVAL);
+        assert_int_equal(atomic_load(&burst_rc[2]), -EINVAL);
+        assert_int_equal(atomic_load(&burst_rc[3]), 0);
         pc_runtime_destroy(S.rt);
 }
 
@@ -671,6 +756,9 @@ int main(void)
                 cmocka_unit_test(test_storm_fifo_exactly_once_elastic),
                 cmocka_unit_test(test_storm_call_heavy_tpc),
                 cmocka_unit_test(test_storm_call_heavy_elastic),
+                cmocka_unit_test(test_storm_bursts_tpc),
+                cmocka_unit_test(test_storm_bursts_elastic),
+                cmocka_unit_test(test_burst_errors),
                 cmocka_unit_test(test_stop_mid_storm_loses_nothing),
                 cmocka_unit_test(test_overflow_sender_sleeps_and_is_woken),
                 cmocka_unit_test(test_ping_pong_parking),
