@@ -64,6 +64,23 @@ static inline int app_parse_ipv4_prefix(const char *s, struct in_addr *a, unsign
         return 0;
 }
 
+/* --backend dpdk chosen: 0 when this build has DPDK and PERCORE_EAL_ARGS
+ * names the device, else 2 (the exit status for bad usage) after saying
+ * which is missing. PC_HAVE_DPDK is the project's. */
+static inline int app_dpdk_ready(const char *prog)
+{
+#ifdef PC_HAVE_DPDK
+        const char *eal = getenv("PERCORE_EAL_ARGS");
+
+        if (eal && *eal)
+                return 0;
+        fprintf(stderr, "%s: --backend dpdk needs PERCORE_EAL_ARGS\n", prog);
+#else
+        fprintf(stderr, "%s: built without DPDK\n", prog);
+#endif
+        return 2;
+}
+
 /* After getopt: operands are not taken. Returns 0, or 2 (the exit status
  * for bad usage) after naming the first one and printing @usage. */
 static inline int app_no_operands(const char *prog, int argc, char **argv, int optind_,

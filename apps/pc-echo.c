@@ -260,18 +260,8 @@ int main(int argc, char **argv)
                 fprintf(stderr, "pc-echo: --gateway needs the subnet: -l ADDR/LEN\n");
                 return 2;
         }
-        if (be == BACKEND_DPDK) {
-#ifdef PC_HAVE_DPDK
-                const char *eal = getenv("PERCORE_EAL_ARGS");
-                if (eal == NULL || !*eal) {
-                        fprintf(stderr, "pc-echo: --backend dpdk needs PERCORE_EAL_ARGS\n");
-                        return 2;
-                }
-#else
-                fprintf(stderr, "pc-echo: built without DPDK\n");
+        if (be == BACKEND_DPDK && app_dpdk_ready("pc-echo"))
                 return 2;
-#endif
-        }
         if (tcp_port == 0 && udp_port == 0) {
                 fprintf(stderr, "pc-echo: nothing to serve: -p and -U are both 0\n");
                 return 2;

@@ -451,17 +451,24 @@ struct msg_ctx {
 
 static struct msg_ctx C;
 
+/* How many messages a driver run may send: what keeps WINDOW in flight,
+ * at most SUBMIT_BATCH. */
+static uint64_t window_room(void)
+{
+        uint64_t inflight = C.sent - atomic_load_explicit(&C.sink.pub, memory_order_relaxed);
+        uint64_t n = inflight < WINDOW ? WINDOW - inflight : 0;
+
+        return n < SUBMIT_BATCH ? n : SUBMIT_BATCH;
+}
+
 static void submit_driver(void *arg)
 {
-        uint64_t inflight, n;
+        uint64_t n;
 
         (void)arg;
         if (pc_runtime_stopping(C.rt))
                 return;
-        inflight = C.sent - atomic_load_explicit(&C.sink.pub, memory_order_relaxed);
-        n = inflight < WINDOW ? WINDOW - inflight : 0;
-        if (n > SUBMIT_BATCH)
-                n = SUBMIT_BATCH;
+        n = window_room();
         for (uint64_t i = 0; i < n; i++)
                 if (pc_submit(1, msg_sink_fn, &C.sink) == 0)
                         C.sent++;
@@ -475,15 +482,12 @@ static void submit_driver(void *arg)
 static void submit_burst_driver(void *arg)
 {
         void *args[SUBMIT_BURST];
-        uint64_t inflight, n;
+        uint64_t n;
 
         (void)arg;
         if (pc_runtime_stopping(C.rt))
                 return;
-        inflight = C.sent - atomic_load_explicit(&C.sink.pub, memory_order_relaxed);
-        n = inflight < WINDOW ? WINDOW - inflight : 0;
-        if (n > SUBMIT_BATCH)
-                n = SUBMIT_BATCH;
+        n = window_room();
         for (unsigned j = 0; j < SUBMIT_BURST; j++)
                 args[j] = &C.sink;
         while (n >= SUBMIT_BURST) {

@@ -63,34 +63,30 @@ static unsigned seq;
  * the PMD's, not ours: the memif processes get a suppression for that
  * library alone, in a file the suite writes once per run.
  */
-static char tsan_env[1200];
+static char tsan_env[1200], tsan_supp[64];
 
 static const char *memif_tsan(void)
 {
-        static char path[64];
         const char *cur = getenv("TSAN_OPTIONS");
         FILE *f;
 
         if (tsan_env[0])
                 return tsan_env;
-        snprintf(path, sizeof(path), "/tmp/percore-bench-memif-%d.supp", (int)getpid());
-        f = fopen(path, "w");
+        snprintf(tsan_supp, sizeof(tsan_supp), "/tmp/percore-bench-memif-%d.supp", (int)getpid());
+        f = fopen(tsan_supp, "w");
         if (f == NULL)
                 return NULL;
         fputs("race:librte_net_memif.so\n", f);
         fclose(f);
         snprintf(tsan_env, sizeof(tsan_env), "TSAN_OPTIONS=%s%ssuppressions=%s",
-                 cur ? cur : "", cur && *cur ? ":" : "", path);
+                 cur ? cur : "", cur && *cur ? ":" : "", tsan_supp);
         return tsan_env;
 }
 
 static void memif_tsan_done(void)
 {
-        char path[64];
-
-        snprintf(path, sizeof(path), "/tmp/percore-bench-memif-%d.supp", (int)getpid());
         if (tsan_env[0])
-                unlink(path);
+                unlink(tsan_supp);
         tsan_env[0] = '\0';
 }
 #else

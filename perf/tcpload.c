@@ -346,18 +346,11 @@ int main(int argc, char **argv)
                 fprintf(stderr, "percore-tcpload: -p PORT is needed\n");
                 return 2;
         }
-        if (use_dpdk) {
-#ifdef PC_HAVE_DPDK
-                const char *eal = getenv("PERCORE_EAL_ARGS");
-                if (ours == NULL || eal == NULL || !*eal) {
-                        fprintf(stderr, "percore-tcpload: --backend dpdk needs -l OURS and "
-                                        "PERCORE_EAL_ARGS\n");
-                        return 2;
-                }
-#else
-                fprintf(stderr, "percore-tcpload: built without DPDK\n");
+        if (use_dpdk && app_dpdk_ready("percore-tcpload"))
                 return 2;
-#endif
+        if (use_dpdk && ours == NULL) {
+                fprintf(stderr, "percore-tcpload: --backend dpdk needs -l OURS\n");
+                return 2;
         }
         memset(request, 'q', sizeof(request));
 

@@ -220,19 +220,8 @@ static int parse_flags(int argc, char **argv, struct pc_config *cfg)
                 fprintf(stderr, "pc-kv: --gateway needs the subnet: -l ADDR/LEN\n");
                 return 2;
         }
-        if (strcmp(kv_set.backend, "dpdk") == 0) {
-#ifdef PC_HAVE_DPDK
-                const char *eal = getenv("PERCORE_EAL_ARGS");
-
-                if (eal == NULL || !*eal) {
-                        fprintf(stderr, "pc-kv: --backend dpdk needs PERCORE_EAL_ARGS\n");
-                        return 2;
-                }
-#else
-                fprintf(stderr, "pc-kv: built without DPDK\n");
+        if (strcmp(kv_set.backend, "dpdk") == 0 && app_dpdk_ready("pc-kv"))
                 return 2;
-#endif
-        }
         if (kv_set.tcp_port == 0 && kv_set.udp_port == 0) {
                 fprintf(stderr, "pc-kv: nothing to serve: -p and -U are both 0\n");
                 return 2;

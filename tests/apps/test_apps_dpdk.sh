@@ -16,14 +16,9 @@ ours=10.78.0.1 theirs=10.78.0.2
 out=$(mktemp)
 spid=
 
-stop_server() {
-	[ -n "$spid" ] || return 0
-	kill -TERM "$spid" 2>/dev/null
-	wait "$spid"
-	local rc=$?
-	spid=
-	return $rc
-}
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+stop_server() { dpdk_stop; }
 # shellcheck source=../veth.sh
 . "$(dirname "$0")/../veth.sh"
 cleanup() {
@@ -43,14 +38,7 @@ export PERCORE_EAL_ARGS="--no-huge --no-pci -m 256 --file-prefix pc_apps \
 --log-level=lib.eal:error --vdev net_af_packet0,iface=$v0,qpairs=2"
 
 start() { # wait for the app's banner
-	"$@" >"$out" 2>&1 &
-	spid=$!
-	for _ in $(seq 150); do
-		grep -q "$banner" "$out" && return 0
-		kill -0 "$spid" 2>/dev/null || break
-		sleep 0.1
-	done
-	fail "$1 did not start"
+	dpdk_start "$out" "$banner" "$@" || fail "$1 did not start"
 }
 
 # ---- pc-echo
@@ -71,55 +59,23 @@ PY
 # TCP: Linux's own TCP connects to percore's, 64 connections at once, each
 # writing its stream in pieces of varied size (1 byte to 64 KiB, 1.5 MB at
 # most) while reading the echo; every byte must come back once, in order.
+SIZES=1,100,1460,1461,65536,200000,1500000,7
 tcp_echo_check() { # N connections
-ip netns exec "$ns" python3 - "$ours" "$1" <<'PY'
-import selectors, socket, sys
-N = int(sys.argv[2])
-sel = selectors.DefaultSelector()
-conns = []
-for i in range(N):
-    s = socket.create_connection((sys.argv[1], 7), timeout=5)
-    s.setblocking(False)
-    total = [1, 100, 1460, 1461, 65536, 200000, 1500000, 7][i % 8] + i
-    data = bytes((k * 7 + i * 13 + (k >> 9)) & 255 for k in range(total))
-    c = {"s": s, "data": data, "sent": 0, "got": bytearray(), "w": 1 + i * 37}
-    conns.append(c)
-    sel.register(s, selectors.EVENT_READ | selectors.EVENT_WRITE, c)
-left = N
-while left:
-    ev = sel.select(timeout=20)
-    assert ev, "stalled: %d connections unfinished" % left
-    for key, mask in ev:
-        c = key.data
-        s = c["s"]
-        if mask & selectors.EVENT_WRITE and c["sent"] < len(c["data"]):
-            n = min(c["w"] % 65536 + 1, len(c["data"]) - c["sent"])
-            c["w"] = c["w"] * 1103515245 + 12345
-            c["sent"] += s.send(c["data"][c["sent"]:c["sent"] + n])
-            if c["sent"] == len(c["data"]):
-                sel.modify(s, selectors.EVENT_READ, c)
-        if mask & selectors.EVENT_READ:
-            b = s.recv(262144)
-            assert b, "EOF before the whole echo"
-            c["got"] += b
-            assert c["data"].startswith(c["got"]), "echo differs"
-            if len(c["got"]) == len(c["data"]):
-                sel.unregister(s)
-                s.close()
-                left -= 1
-print("ok: pc-echo --backend dpdk echoed %d TCP streams (%d bytes) byte-exact"
-      % (N, sum(len(c["data"]) for c in conns)))
-PY
+	local bytes
+	bytes=$(ip netns exec "$ns" /usr/bin/python3 "$(dirname "$0")/tcp_streams.py" "$ours" 7 "$1" \
+		"$SIZES") || return 1
+	echo "ok: pc-echo --backend dpdk echoed $1 TCP streams ($bytes bytes) byte-exact"
 }
 tcp_echo_check 64 || fail "pc-echo TCP"
 # The engines' counters reach a scraper (PERCORE_METRICS): every worker
 # publishes them every 10 ms of its loop, so wait for the figures to come.
 mport=$(sed -n 's/.*metrics: GET \/metrics on .* (port \([0-9]*\)).*/\1/p' "$out")
 [ -n "$mport" ] || fail "pc-echo: no metrics port in its log"
-/usr/bin/python3 - "$mport" "$(dirname "$0")/scrape.py" <<'PY' || fail "pc-echo TCP metrics"
+/usr/bin/python3 - "$mport" "$(dirname "$0")/scrape.py" "$SIZES" <<'PY' || fail "pc-echo TCP metrics"
 import subprocess, sys, time
 mport, scrape = sys.argv[1], sys.argv[2]
-want_bytes = sum([1, 100, 1460, 1461, 65536, 200000, 1500000, 7][i % 8] + i for i in range(64))
+sizes = [int(x) for x in sys.argv[3].split(",")]
+want_bytes = sum(sizes[i % len(sizes)] + i for i in range(64))
 def total(lines, name):
     return sum(float(l.rsplit(" ", 1)[1]) for l in lines if l.startswith(name + "{"))
 for _ in range(100):
