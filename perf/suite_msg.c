@@ -768,13 +768,14 @@ static double rte_ring_run(const struct bench_opts *o, enum pc_mode mode, unsign
         struct msg_cpu seen[2];
         double v, line0 = line_probe();
 
+        const char *kase = ctx; /* the case it runs beside (msg_case()) */
+
         (void)mode;
-        (void)ctx;
         *workers = MSG_WORKERS;
         v = msg_peer_rte_ring(P.pin, P.cpu[0], P.cpu[1], o->duration, seen);
         if (v == -ENOTSUP)
-                bench_progress("msg/submit: peer:rte_ring not built (no DPDK)");
-        return checked("submit", "peer:rte_ring", seen, v, line0, line_probe());
+                bench_progress("msg/%s: peer:rte_ring not built (no DPDK)", kase);
+        return checked(kase, "peer:rte_ring", seen, v, line0, line_probe());
 }
 
 static double rte_ring_rtt_run(const struct bench_opts *o, enum pc_mode mode,
@@ -958,7 +959,8 @@ static int msg_case(const struct bench_opts *o, const char *kase, const char *me
                         sides[n++] = (struct bench_side){pc_mode_name(o->modes[m]),
                                                          o->modes[m], fn, NULL};
         for (unsigned p = 0; p < np; p++)
-                sides[n++] = (struct bench_side){peers[p].name, PC_MODE_TPC, peers[p].fn, NULL};
+                sides[n++] = (struct bench_side){peers[p].name, PC_MODE_TPC, peers[p].fn,
+                                                 (void *)kase};
         rc = bench_compare(o, "msg", kase, metric, unit, lower_is_better, sides, n);
         for (unsigned p = 0; p < np && rc == 0; p++)
                 if (peers[p].floor)
