@@ -226,10 +226,14 @@ static unsigned kpoll(void *arg)
         struct kworker *kw = arg;
         unsigned n;
 
+        if (kw->send_q)
+                pc__tcp_flush_sends(kw); /* queued by tasks since the last pass */
         if (io_uring_sq_ready(&kw->ring) || owes_completions(kw))
                 io_uring_submit_and_get_events(&kw->ring);
         n = reap(kw, KNET_CQE_BUDGET);
         n += pc__udp_poll(kw);
+        if (kw->send_q)
+                pc__tcp_flush_sends(kw);
         if (io_uring_sq_ready(&kw->ring))
                 io_uring_submit_and_get_events(&kw->ring);
         return n;
@@ -253,7 +257,7 @@ static bool kprepare_sleep(void *arg)
 {
         struct kworker *kw = arg;
 
-        if (io_uring_sq_ready(&kw->ring) || io_uring_cq_ready(&kw->ring) ||
+        if (kw->send_q || io_uring_sq_ready(&kw->ring) || io_uring_cq_ready(&kw->ring) ||
             owes_completions(kw))
                 return false;
         return pc__udp_idle(kw);
@@ -434,6 +438,7 @@ static void knet_worker_stop(struct pc_worker *w, void *arg)
         if (!kw->ring_ok)
                 return;
         kw->quiescing = true;
+        pc__tcp_flush_sends(kw); /* arms nothing now: the next run sends */
         sqe = pc__knet_sqe(kw);
         if (sqe) {
                 io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);
@@ -521,6 +526,7 @@ static void read_stats(const struct kstats *s, struct pc_knet_stats *o, bool add
                 .rings_deferred = RD(rings_deferred),
                 .rings_sleeping = RD(rings_sleeping),
                 .read_paused = RD(read_paused),
+                .sends = RD(sends),
         };
 #undef RD
         uint64_t *d = (uint64_t *)o;
@@ -607,6 +613,8 @@ static void knet_metrics(struct pc_runtime *rt, struct pc__prom *p, void *arg)
                   "Times a connection's reading was paused."),
                 F("send_refused_total", "counter", send_refused,
                   "pc_conn_send() calls refused with ENOBUFS."),
+                F("sends_total", "counter", sends,
+                  "Send operations handed to the kernel (one per connection per pass)."),
                 F("read_paused_total", "counter", read_paused,
                   "Times reading a pc_tcp_serve() connection paused: its handler had not read."),
                 F("udp_received_total", "counter", udp_rx, "UDP datagrams received."),

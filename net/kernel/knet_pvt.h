@@ -51,7 +51,7 @@ struct kstats {
         _Atomic uint64_t bytes_in, bytes_out, backpressure, send_refused, out_max;
         _Atomic uint64_t udp_rx, udp_tx, udp_drops;
         _Atomic uint64_t recv_multishot, recv_nobufs, writable, rings_deferred, rings_sleeping;
-        _Atomic uint64_t read_paused;
+        _Atomic uint64_t read_paused, sends;
 };
 
 /* Owner-only increment of a counter other threads read. */
@@ -105,6 +105,10 @@ struct pc_conn {
         struct kbuf held;
         unsigned refs; /* armed operations + callbacks running: free at 0 */
         bool recv_armed, send_armed, connect_armed;
+        /* On the worker's send queue (@send_next): output waits for the
+         * pass's end, so every send a pass makes goes out as one. */
+        bool send_queued;
+        struct pc_conn *send_next;
         bool recv_mshot;  /* the armed recv is multishot */
         bool recv_cancel; /* a cancel for it is on its way */
         bool held_eof;
@@ -174,6 +178,9 @@ struct kworker {
         unsigned nconns;
         struct pc_conn *conns;
         struct pc_conn *zombies; /* closed, their fibers still running */
+        /* Connections with output to hand over, in the order they queued
+         * it (each holds a ref). */
+        struct pc_conn *send_q, **send_qtail;
         char *udp_rxbuf; /* KNET_UDP_BATCH x 64 KiB, allocated on first use */
         /* Provided buffers for multishot recv: @nbufs of opts.rbuf bytes at
          * @bufs, handed to the kernel through @br (buffer group KNET_BGID). */
@@ -221,6 +228,10 @@ void pc__tcp_bufs_free(struct kworker *kw);
 void pc__tcp_worker_start(struct kworker *kw);
 void pc__tcp_complete(struct kworker *kw, unsigned tag, void *ptr, int res, unsigned flags);
 void pc__tcp_destroy(struct knet *k);
+/* Arm a send for each connection the pass queued output on (before the
+ * pass submits; and at a run's end, where nothing is armed but the queue
+ * is emptied). Worker only. */
+void pc__tcp_flush_sends(struct kworker *kw);
 /* Pause or resume reading @c for its fiber (a reason beside backpressure). */
 void pc__conn_input_pause(struct pc_conn *c, bool pause);
 /* End @c at once with @err (its queued output dropped). */

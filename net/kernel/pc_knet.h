@@ -216,6 +216,10 @@ struct pc_knet_stats {
         uint64_t read_paused;   /**< times reading a pc_tcp_serve() connection
                                      paused: its handler had not read what
                                      came (4 receive buffers' worth) */
+        uint64_t sends;         /**< send operations handed to the kernel: at
+                                     most one per connection per worker pass,
+                                     whatever number of pc_conn_send() calls
+                                     the pass made, plus one per short send */
 };
 
 /**

@@ -226,7 +226,7 @@ static void cancel_recv(struct pc_conn *c)
 
 /* Send what is queued if no send is in flight: the in-flight buffer once
  * it is empty takes the pending one's place. */
-static void kick_send(struct pc_conn *c)
+static void send_now(struct pc_conn *c)
 {
         struct io_uring_sqe *sqe;
 
@@ -249,8 +249,47 @@ static void kick_send(struct pc_conn *c)
         io_uring_prep_send(sqe, c->fd, c->inflight.p + c->inflight.off,
                            c->inflight.len - c->inflight.off, MSG_NOSIGNAL);
         set_ud(c->kw, sqe, c, T_SEND);
+        kinc(&c->kw->st.sends, 1);
         c->send_armed = true;
         c->refs++;
+}
+
+/*
+ * Output is waiting: the send is armed at the end of the pass
+ * (pc__tcp_flush_sends), so that what a handler, the other connections'
+ * handlers and the tasks of this pass queue on @c leaves in one send
+ * rather than a first piece at once and the rest after its completion
+ * (two system calls' worth of TCP segments for one reply).
+ */
+static void kick_send(struct pc_conn *c)
+{
+        struct kworker *kw = c->kw;
+
+        if (c->send_armed || c->send_queued || c->dead || kw->quiescing || buffered(c) == 0)
+                return;
+        c->send_queued = true;
+        c->refs++;
+        c->send_next = NULL;
+        if (kw->send_q == NULL)
+                kw->send_q = c;
+        else
+                *kw->send_qtail = c;
+        kw->send_qtail = &c->send_next;
+}
+
+void pc__tcp_flush_sends(struct kworker *kw)
+{
+        struct pc_conn *c;
+
+        /* A callback that unref() runs (on_close) may queue more: the loop
+         * takes those too. */
+        while ((c = kw->send_q) != NULL) {
+                kw->send_q = c->send_next;
+                c->send_next = NULL;
+                c->send_queued = false;
+                send_now(c);
+                unref(c);
+        }
 }
 
 /* Graceful end once nothing is left to send. */
@@ -801,6 +840,7 @@ void pc__tcp_destroy(struct knet *k)
                         conn_mem_free(c);
                 }
                 kw->conns = NULL;
+                kw->send_q = NULL; /* those were on kw->conns */
                 /* Closed, their fibers never ended (a run stopped under them). */
                 for (c = kw->zombies; c; c = next) {
                         next = c->next;

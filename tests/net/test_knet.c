@@ -1061,6 +1061,93 @@ static void test_writable(void **state)
         pc_runtime_destroy(s.rt);
 }
 
+/* ---- one send per pass ---------------------------------------------------------- */
+
+/* Each request byte is answered in three pc_conn_send() calls, the way a
+ * protocol writes a header, a value and a trailer: they leave as one send,
+ * not as a first piece at once and the rest once it completes. */
+#define PIECES_REQS 300
+static const char pieces_reply[] = "a" "bb" "ccc";
+
+static _Atomic uint64_t pieces_calls;
+
+static void pieces_data(struct pc_conn *c, const void *data, size_t len, void *arg)
+{
+        (void)data;
+        (void)arg;
+        if (len == 0)
+                return;
+        atomic_fetch_add(&pieces_calls, 1);
+        for (size_t i = 0; i < len; i++)
+                if (pc_conn_send(c, "a", 1) || pc_conn_send(c, "bb", 2) ||
+                    pc_conn_send(c, "ccc", 3))
+                        atomic_fetch_add(&send_errors, 1);
+}
+
+static const struct pc_tcp_callbacks pieces_cb = {.on_data = pieces_data};
+
+struct pieces {
+        uint16_t port;
+        unsigned bad, done;
+};
+
+static void *pieces_client_run(void *arg)
+{
+        struct pieces *p = arg;
+        int fd = tcp_client(p->port, false), one = 1;
+        char got[sizeof(pieces_reply)];
+
+        if (fd < 0)
+                return NULL;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        for (unsigned i = 0; i < PIECES_REQS; i++) {
+                size_t have = 0;
+
+                if (!CHECK(send(fd, "q", 1, MSG_NOSIGNAL) == 1))
+                        break;
+                while (have < sizeof(pieces_reply) - 1) {
+                        ssize_t r = recv(fd, got + have, sizeof(pieces_reply) - 1 - have, 0);
+                        if (!CHECK(r > 0))
+                                goto out;
+                        have += (size_t)r;
+                }
+                if (memcmp(got, pieces_reply, sizeof(pieces_reply) - 1))
+                        p->bad++;
+                p->done++;
+        }
+out:
+        close(fd);
+        return NULL;
+}
+
+static void test_send_pieces(void **state)
+{
+        struct pc_knet_opts o = {.flags = recv_flags(state)};
+        struct pc_tcp_listener *l;
+        struct pc_knet_stats st;
+        struct pc_config cfg;
+        struct pieces p = {0};
+        struct srv s;
+
+        reset_counts();
+        pieces_calls = 0;
+        pc_test_config(&cfg, 1);
+        assert_int_equal(pc_runtime_create(&cfg, &s.rt), 0);
+        assert_int_equal(pc_knet_configure(s.rt, &o), 0);
+        assert_int_equal(pc_tcp_listen(s.rt, "127.0.0.1", 0, &pieces_cb, NULL, &l), 0);
+        s.port = p.port = pc_tcp_listener_port(l);
+        srv_run(&s, pieces_client_run, &p);
+        assert_int_equal(p.done, PIECES_REQS);
+        assert_int_equal(p.bad, 0);
+        assert_int_equal(send_errors, 0);
+        st = stats(s.rt);
+        assert_int_equal(st.bytes_out, (uint64_t)PIECES_REQS * (sizeof(pieces_reply) - 1));
+        /* One send per handler call: a 6-byte send on loopback is never
+         * short, so any more would be a piece sent on its own. */
+        assert_int_equal(st.sends, pieces_calls);
+        pc_runtime_destroy(s.rt);
+}
+
 /* ---- replies after the peer's EOF (pc_conn_linger) ------------------------------- */
 
 static struct {
@@ -1806,6 +1893,8 @@ int main(void)
                 cmocka_unit_test(test_connect),
                 cmocka_unit_test(test_udp_echo),
                 cmocka_unit_test(test_writable),
+                cmocka_unit_test(test_send_pieces),
+                cmocka_unit_test_prestate(test_send_pieces, (void *)&single_recv),
                 cmocka_unit_test_prestate(test_writable, (void *)&single_recv),
                 cmocka_unit_test(test_fd_exhaustion),
                 cmocka_unit_test(test_run_twice),
