@@ -25,6 +25,7 @@ static unsigned nrecords;
 static unsigned ngroups;
 
 #define BENCH_MAX_INFO 16
+#define BENCH_STEAL_NOTE 0.05 /* a suite's host steal worth a warning */
 static struct {
         const char *suite;
         char *json, *text;
@@ -57,6 +58,48 @@ static const struct suite suites[] = {
 #endif
 };
 #define NSUITES (sizeof(suites) / sizeof(suites[0]))
+
+/* The share of this machine's CPU time its hypervisor gave to others
+ * (steal, in /proc/stat) while each suite ran: a VM's host that is busy
+ * elsewhere takes CPU from every side, unevenly, and the figures swing. */
+static struct {
+        const char *suite;
+        double share; /* 0-1; negative when /proc/stat could not be read */
+} steals[NSUITES];
+static unsigned nsteals;
+
+/* The all-CPU line's steal and total ticks; false when unreadable. */
+static bool cpu_ticks(uint64_t *steal, uint64_t *total)
+{
+        unsigned long long v[8] = {0};
+        FILE *f = fopen("/proc/stat", "r");
+        int n;
+
+        if (f == NULL)
+                return false;
+        n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
+                   &v[3], &v[4], &v[5], &v[6], &v[7]);
+        fclose(f);
+        if (n != 8)
+                return false;
+        *steal = v[7];
+        *total = 0;
+        for (int i = 0; i < 8; i++)
+                *total += v[i];
+        return true;
+}
+
+static int run_suite(const struct suite *s, const struct bench_opts *o)
+{
+        uint64_t s0, t0, s1, t1;
+        bool ok = cpu_ticks(&s0, &t0);
+        int rc = s->run(o);
+
+        ok = ok && cpu_ticks(&s1, &t1) && t1 > t0;
+        steals[nsteals].suite = s->name;
+        steals[nsteals++].share = ok ? (double)(s1 - s0) / (double)(t1 - t0) : -1;
+        return rc;
+}
 
 void bench_condition(unsigned k, double c)
 {
@@ -485,6 +528,29 @@ static void line_cells(const struct line *l, struct cells *c)
  * each row (metric, workers): the side's median (min-max), the peer's, and
  * the ratio with its range over rounds. Column widths follow the data.
  */
+static void print_steal(void)
+{
+        double most = 0;
+        bool any = false;
+
+        for (unsigned i = 0; i < nsteals; i++) {
+                any |= steals[i].share >= 0;
+                if (steals[i].share > most)
+                        most = steals[i].share;
+        }
+        if (!any)
+                return;
+        printf("host steal (CPU time this VM's host gave elsewhere, /proc/stat):");
+        for (unsigned i = 0; i < nsteals; i++)
+                if (steals[i].share >= 0)
+                        printf(" %s %.1f%%", steals[i].suite, 100 * steals[i].share);
+        printf("\n");
+        if (most >= BENCH_STEAL_NOTE)
+                printf("  the host took over %.0f%% of the CPUs during a suite: its figures "
+                       "swing more than\n  the ranges say; rerun them on a quieter host\n",
+                       100 * BENCH_STEAL_NOTE);
+}
+
 static void print_table(const struct bench_opts *o)
 {
         static struct bench_ratio x[BENCH_MAX_RATIOS];
@@ -562,6 +628,7 @@ static void print_table(const struct bench_opts *o)
         for (unsigned i = 0; i < ninfos; i++)
                 if (infos[i].text)
                         printf("%s: %s\n", infos[i].suite, infos[i].text);
+        print_steal();
 }
 
 /* ---- JSON ---------------------------------------------------------------- */
@@ -652,8 +719,15 @@ static int write_json(const struct bench_opts *o, const char *path)
         json_str(f, line);
         fprintf(f, ",\n  \"duration_s\": %g,\n  \"machine\": {\"cpu_model\": ", o->duration);
         json_str(f, model);
-        fprintf(f, ", \"cpus\": %ld, \"nodes\": %d},\n  \"records\": [\n",
+        fprintf(f, ", \"cpus\": %ld, \"nodes\": %d, \"host_steal\": {",
                 sysconf(_SC_NPROCESSORS_ONLN), count_nodes());
+        for (unsigned i = 0; i < nsteals; i++) {
+                fprintf(f, "%s", i ? ", " : "");
+                json_str(f, steals[i].suite);
+                fprintf(f, ": ");
+                json_num(f, steals[i].share >= 0 ? steals[i].share : NAN);
+        }
+        fprintf(f, "}},\n  \"records\": [\n");
         for (unsigned i = 0; i < nrecords; i++) {
                 const struct bench_record *r = &records[i];
                 double med, lo, hi;
@@ -869,7 +943,7 @@ int main(int argc, char **argv)
 
         for (size_t i = 0; i < NSUITES && rc == 0; i++)
                 if (want[i])
-                        rc = suites[i].run(&o);
+                        rc = run_suite(&suites[i], &o);
         if (nrecords)
                 print_table(&o);
         if (o.json && nrecords) {
