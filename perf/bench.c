@@ -107,7 +107,21 @@ void bench_condition(unsigned k, double c)
                 measuring_cond[k] = c;
 }
 
+static void extra(const char *metric, const char *unit, bool lower_is_better, bool info,
+                  double v);
+
 void bench_extra(const char *metric, const char *unit, bool lower_is_better, double v)
+{
+        extra(metric, unit, lower_is_better, false, v);
+}
+
+void bench_extra_info(const char *metric, const char *unit, double v)
+{
+        extra(metric, unit, false, true, v);
+}
+
+static void extra(const char *metric, const char *unit, bool lower_is_better, bool info,
+                  double v)
 {
         struct bench_record *r;
         unsigned i;
@@ -126,6 +140,7 @@ void bench_extra(const char *metric, const char *unit, bool lower_is_better, dou
                 r->metric = metric;
                 r->unit = unit;
                 r->lower_is_better = lower_is_better;
+                r->info = info;
                 r->nvalues = 0;
         }
         r = &records[i];
@@ -313,6 +328,7 @@ static const struct {
         {"ops_per_sec_per_worker", "ops/s"},
         {"ops_per_server_cpu_sec", "ops/cpus"},
         {"requests_per_server_cpu_sec", "req/cpus"},
+        {"client_cpu_per_sec", "client"},
 };
 
 /* The metric column's name for @metric: its abbreviation, or the name
@@ -609,8 +625,12 @@ static void print_table(const struct bench_opts *o)
                 if (seen)
                         continue;
                 metric_abbrev(r->metric, c.metric, sizeof(c.metric));
-                printf("  %-*s  %s (%s, %s is better)\n", wm, c.metric, r->metric, r->unit,
-                       r->lower_is_better ? "lower" : "higher");
+                if (r->info)
+                        printf("  %-*s  %s (%s, a diagnostic: no ratio)\n", wm, c.metric,
+                               r->metric, r->unit);
+                else
+                        printf("  %-*s  %s (%s, %s is better)\n", wm, c.metric, r->metric,
+                               r->unit, r->lower_is_better ? "lower" : "higher");
         }
         if (medians)
                 printf("(medians): a ratio of medians measured apart, not in rounds\n");
@@ -747,8 +767,8 @@ static int write_json(const struct bench_opts *o, const char *path)
                 json_num(f, lo);
                 fprintf(f, ", \"max\": ");
                 json_num(f, hi);
-                fprintf(f, ", \"runs\": %u}%s\n", bench_finite_count(r),
-                        i + 1 < nrecords ? "," : "");
+                fprintf(f, ", \"runs\": %u, \"info\": %s}%s\n", bench_finite_count(r),
+                        r->info ? "true" : "false", i + 1 < nrecords ? "," : "");
         }
         fprintf(f, "  ],\n  \"ratios\": [\n");
         for (unsigned i = 0; i < nx; i++) {

@@ -49,6 +49,7 @@ struct bench_record {
         unsigned nvalues;
         unsigned group;     /* the bench_compare() it came from, from 1 */
         bool floor;         /* a peer no percore side can beat (bench_set_floor()) */
+        bool info;          /* a diagnostic beside the figures (bench_extra_info()): no ratio */
         /* round i's bench_condition()s; 0 or NAN: none */
         double cond[BENCH_MAX_RUNS][BENCH_MAX_COND];
 };
@@ -149,6 +150,13 @@ void bench_condition(unsigned k, double c);
  * for a round that reported none); ignored during the warm-up.
  */
 void bench_extra(const char *metric, const char *unit, bool lower_is_better, double v);
+
+/*
+ * The same for a diagnostic that is neither better nor worse, such as the
+ * CPU the load generator itself used: printed and written beside the
+ * figures, with no ratio.
+ */
+void bench_extra_info(const char *metric, const char *unit, double v);
 
 /* Whether a record's mode names a peer ("peer:NAME") rather than a
  * percore side, or a baseline: percore itself in its usual style

@@ -132,10 +132,11 @@ unsigned bench_ratios(const struct bench_record *recs, unsigned n, struct bench_
         unsigned k = 0;
 
         for (unsigned i = 0; i < n; i++) {
-                if (bench_is_peer(recs[i].mode))
+                if (bench_is_peer(recs[i].mode) || recs[i].info)
                         continue;
                 for (unsigned j = 0; j < n && k < max; j++)
-                        if (bench_is_peer(recs[j].mode) && bench_same_row(&recs[i], &recs[j]) &&
+                        if (bench_is_peer(recs[j].mode) && !recs[j].info &&
+                            bench_same_row(&recs[i], &recs[j]) &&
                             ratio_of(&recs[i], &recs[j], &out[k]))
                                 k++;
         }

@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <time.h>
 #include <string.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -49,6 +50,16 @@ static inline double hist_quantile(const uint64_t *h, uint64_t n, double q)
                         return (double)hist_value(b);
         }
         return 0;
+}
+
+/* CPU seconds the calling thread has used (user + system). */
+static inline double thread_cpu_s(void)
+{
+        struct timespec ts;
+
+        if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
+                return 0;
+        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* CPU seconds of process @pid (all its threads), from /proc; -1 if gone. */

@@ -32,7 +32,7 @@ struct lgen {
         uint64_t duration_ns;
         const struct lgen_proto *p;
         uint64_t done;
-        double server_cpu_s;
+        double server_cpu_s, client_cpu_s;
         uint64_t hist[HIST_BUCKETS];
         int err;
 };
@@ -143,7 +143,7 @@ static void *lgen_thread(void *arg)
         struct lconn *c = calloc(g->conns, sizeof(*c));
         struct lring *lr = calloc(1, sizeof(*lr));
         uint64_t end, seed = 0x9E3779B97F4A7C15ull;
-        double cpu0;
+        double cpu0, ccpu0;
         bool ring = false;
 
         if (c == NULL || lr == NULL) {
@@ -178,6 +178,7 @@ static void *lgen_thread(void *arg)
                         goto out;
         }
         cpu0 = proc_cpu_s(g->o->server_pid);
+        ccpu0 = thread_cpu_s();
         end = pc_now_ns() + g->duration_ns;
         while (pc_now_ns() < end) {
                 struct __kernel_timespec ts = {.tv_nsec = 100000000};
@@ -208,6 +209,7 @@ static void *lgen_thread(void *arg)
         g->server_cpu_s = proc_cpu_s(g->o->server_pid) - cpu0;
         if (cpu0 < 0 || g->server_cpu_s < 0)
                 g->server_cpu_s = -1;
+        g->client_cpu_s = thread_cpu_s() - ccpu0;
 out:
         /* Closing the sockets ends what is still armed; then the ring goes. */
         for (unsigned i = 0; c && i < g->conns; i++)
@@ -241,6 +243,7 @@ int lgen_run(const struct lgen_opts *o, struct lgen_result *out)
         out->done = g->done;
         out->p99_us = hist_quantile(g->hist, g->done, 0.99) / 1e3;
         out->server_cpu_s = g->server_cpu_s;
+        out->client_cpu_s = g->client_cpu_s;
         free(g);
         return rc;
 }

@@ -66,6 +66,7 @@ struct lgen_result {
         uint64_t done;       /* request/reply pairs completed */
         double p99_us;       /* 99th percentile request-to-whole-reply time */
         double server_cpu_s; /* CPU seconds the server used (user + system) */
+        double client_cpu_s; /* CPU seconds the client thread used (the same) */
 };
 
 /*

@@ -67,6 +67,8 @@ static double report(const struct bench_opts *o, const struct lgen_result *r)
         if (r->server_cpu_s > 0)
                 bench_extra("requests_per_server_cpu_sec", "req/cpu-s", false,
                             (double)r->done / r->server_cpu_s);
+        /* Near 1, the one client thread was the bound, not the server. */
+        bench_extra_info("client_cpu_per_sec", "cpu-s/s", r->client_cpu_s / o->duration);
         return (double)r->done / o->duration;
 }
 

@@ -192,6 +192,8 @@ static double kv_run(const struct bench_opts *o, enum pc_mode mode, unsigned *wo
         if (res.server_cpu_s > 0)
                 bench_extra("ops_per_server_cpu_sec", "ops/cpu-s", false,
                             (double)res.done / res.server_cpu_s);
+        /* Near 1, the one client thread was the bound, not the server. */
+        bench_extra_info("client_cpu_per_sec", "cpu-s/s", res.client_cpu_s / o->duration);
         return (double)res.done / o->duration;
 }
 

@@ -92,7 +92,8 @@ m = doc.get("machine", {})
 if not (m.get("cpus", 0) >= 1 and m.get("nodes", 0) >= 1 and m.get("cpu_model")):
     bad.append(f"machine incomplete: {m}")
 
-keys = {"suite", "case", "mode", "workers", "metric", "value", "unit", "min", "max", "runs"}
+keys = {"suite", "case", "mode", "workers", "metric", "value", "unit", "min", "max", "runs",
+        "info"}
 rows = {}  # (case, metric, workers) -> {mode: record}
 full = set()  # modes with a record of every round
 for r in doc.get("records", []):
@@ -111,6 +112,8 @@ for r in doc.get("records", []):
         bad.append(f"value/min/max not finite numbers: {r}")
     elif not (0 <= r["min"] <= r["value"] <= r["max"]):
         bad.append(f"value not within min-max, or negative: {r}")
+    if not isinstance(r["info"], bool):
+        bad.append(f"record info not a boolean: {r}")
     if r["runs"] == runs:
         full.add(r["mode"])
     rows.setdefault((r["case"], r["metric"], r["workers"]), {})[r["mode"]] = r
@@ -198,6 +201,11 @@ for (case, metric, workers), row in rows.items():
     for s, rs in row.items():
         for p, rp in row.items():
             if is_peer(s) or not is_peer(p):
+                continue
+            if rs["info"] or rp["info"]:
+                # A diagnostic (the client's own CPU): no ratio, ever.
+                if (case, metric, workers, s, p) in paired:
+                    bad.append(f"a ratio for diagnostic {case} {metric}: {s} vs {p}")
                 continue
             if (rs["min"] or 0) > 0 and (rp["min"] or 0) > 0 and \
                     (case, metric, workers, s, p) not in paired:
