@@ -21,7 +21,8 @@
  *   tcpload: requests=N seconds=S req_per_sec=R p99_us=P server_cpu_s=C
  *
  * (server_cpu_s: the user + system time of process PID over the window,
- * -1 without --server-pid) and exits 0; 1 when a connection failed or
+ * -1 without --server-pid), closes its connections (waiting up to 2 s for
+ * them to close) and exits 0; 1 when a connection failed or
  * closed early, or the connections were not all up within 10 s; 2 for bad
  * arguments.
  */
@@ -45,6 +46,7 @@
 #define MAX_CONNS 4096
 #define MAX_REQ 65536
 #define CONNECT_LIMIT_NS 10000000000ull
+#define CLOSE_LIMIT_NS 2000000000ull /* longest wait for the closes at the end */
 
 enum phase { PH_CONNECT, PH_WARM, PH_TIMED, PH_DONE };
 
@@ -73,9 +75,9 @@ static struct tconn conns[MAX_CONNS];
 static struct wstat wstats[PC_MAX_WORKERS];
 static char request[MAX_REQ];
 static _Atomic int phase = PH_CONNECT;
-static _Atomic unsigned up_count, failures;
+static _Atomic unsigned up_count, closed_count, failures;
 static struct pc_timer clock_timer;
-static uint64_t t_start, t_warm, t0, t1;
+static uint64_t t_start, t_warm, t0, t1, t_done;
 static double cpu0 = -1, cpu1 = -1;
 
 #define FAIL(...)                                                                               \
@@ -147,6 +149,7 @@ static void on_close(struct pc_conn *c, int err, void *arg)
 
         (void)c;
         k->c = NULL;
+        atomic_fetch_add(&closed_count, 1);
         if (atomic_load_explicit(&phase, memory_order_relaxed) != PH_DONE)
                 FAIL("a connection closed during the run: %s", pc_strerror(err ? err : -EPIPE));
 }
@@ -177,6 +180,27 @@ static void start_worker(void *arg)
                 if (rc)
                         FAIL("connect to %s:%lu: %s", server, server_port, pc_strerror(rc));
         }
+}
+
+/* The window is over: each worker closes its connections (so a server
+ * on percore's TCP sees a FIN, not a peer that vanished). */
+static void close_worker(void *arg)
+{
+        unsigned w = (unsigned)pc_worker_id();
+
+        (void)arg;
+        for (unsigned long i = w; i < nconns; i += nworkers)
+                if (conns[i].c)
+                        pc_conn_close(conns[i].c);
+}
+
+static void finish(void)
+{
+        atomic_store(&phase, PH_DONE);
+        t_done = pc_now_ns();
+        for (unsigned w = 0; w < nworkers; w++)
+                if (pc_spawn_on(w, close_worker, NULL))
+                        t_done = 0; /* cannot close them: stop at the next tick */
 }
 
 static void stop(void)
@@ -221,8 +245,14 @@ static void tick(struct pc_timer *t, void *arg)
                         t1 = pc_now_ns();
                         if (server_pid > 0)
                                 cpu1 = proc_cpu_s((pid_t)server_pid);
-                        stop();
+                        finish();
                 }
+                break;
+        case PH_DONE:
+                /* Every connection that came up is closed, or the wait is over. */
+                if (atomic_load(&closed_count) >= atomic_load(&up_count) || t_done == 0 ||
+                    now - t_done > CLOSE_LIMIT_NS)
+                        stop();
                 break;
         default:
                 break;
