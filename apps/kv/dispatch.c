@@ -398,6 +398,21 @@ static void dispatch_get(struct kv_sink *k, const struct kv_req *r)
                         buf_add(&k->out, "END\r\n", 5);
                 return;
         }
+        if (r->nkeys == 1 && k->head == NULL) {
+                /* One key of a shard we may borrow: answered here and now
+                 * too, into the sink's own buffer (no reply place). */
+                unsigned owner;
+
+                pos = 0;
+                if (kv_req_next_key(r, &pos, &key, &kn) &&
+                    shard_borrow(me, owner = pc_shard_of(key, kn))) {
+                        kv_run(kv_stores[owner], r, key, kn, &k->out);
+                        shard_return(owner);
+                        if (ascii)
+                                buf_add(&k->out, "END\r\n", 5);
+                        return;
+                }
+        }
         pd = kv_pending_add(k, r->nkeys);
         if (pd == NULL)
                 return;
