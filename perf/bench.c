@@ -556,10 +556,22 @@ static void print_steal(void)
         }
         if (!any)
                 return;
-        printf("host steal (CPU time this VM's host gave elsewhere, /proc/stat):");
-        for (unsigned i = 0; i < nsteals; i++)
-                if (steals[i].share >= 0)
-                        printf(" %s %.1f%%", steals[i].suite, 100 * steals[i].share);
+        printf("host steal (CPU time this VM's host gave elsewhere, /proc/stat):\n ");
+        for (unsigned i = 0, col = 1; i < nsteals; i++) {
+                char cell[64];
+                int n;
+
+                if (steals[i].share < 0)
+                        continue;
+                n = snprintf(cell, sizeof(cell), " %s %.1f%%", steals[i].suite,
+                             100 * steals[i].share);
+                if (col + (unsigned)n > 96) {
+                        printf("\n ");
+                        col = 1;
+                }
+                fputs(cell, stdout);
+                col += (unsigned)n;
+        }
         printf("\n");
         if (most >= BENCH_STEAL_NOTE)
                 printf("  the host took over %.0f%% of the CPUs during a suite: its figures "
