@@ -29,3 +29,18 @@ veth_down() {
 	ip link del "$2" 2>/dev/null
 	true
 }
+
+# veth_need_root: exit 77 (meson's skip), saying why, unless we are root
+# and have ethtool, which every netns test needs.
+veth_need_root() {
+	if [ "$(id -u)" -ne 0 ]; then echo "SKIP: needs root (netns, veth, af_packet)"; exit 77; fi
+	command -v ethtool >/dev/null || { echo "SKIP: ethtool not installed"; exit 77; }
+}
+
+# fail MSG: print it and the server's output (the file $out, if the test
+# set one), then exit 1.
+fail() {
+	echo "FAIL: $*"
+	if [ -n "${out:-}" ] && [ -f "$out" ]; then echo "--- server output:"; cat "$out"; fi
+	exit 1
+}

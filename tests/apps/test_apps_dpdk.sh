@@ -27,10 +27,8 @@ cleanup() {
 	rm -f "$out"
 }
 trap cleanup EXIT
-fail() { echo "FAIL: $*"; echo "--- server output:"; cat "$out"; exit 1; }
 
-if [ "$(id -u)" -ne 0 ]; then echo "SKIP: needs root (netns, veth, af_packet)"; exit 77; fi
-command -v ethtool >/dev/null || { echo "SKIP: ethtool not installed"; exit 77; }
+veth_need_root
 msg=$(veth_up "$ns" "$v0" "$v1" "$theirs/24") || fail "$msg"
 
 export PERCORE_PIN=0 PERCORE_LOG=warn

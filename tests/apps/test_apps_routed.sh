@@ -28,10 +28,8 @@ cleanup() {
 	rm -f "$out"
 }
 trap cleanup EXIT
-fail() { echo "FAIL: $*"; echo "--- server output:"; cat "$out"; exit 1; }
 
-if [ "$(id -u)" -ne 0 ]; then echo "SKIP: needs root (netns, veth, af_packet)"; exit 77; fi
-command -v ethtool >/dev/null || { echo "SKIP: ethtool not installed"; exit 77; }
+veth_need_root
 ip netns del "$cl" 2>/dev/null
 msg=$(veth_up "$rt" "$v0" "$v1" "$gw/24") || fail "$msg"
 # The client's namespace, behind the router; every kernel side finishes

@@ -23,10 +23,8 @@ cleanup() {
 	veth_down "$ns" "$v0"
 }
 trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 
-if [ "$(id -u)" -ne 0 ]; then echo "SKIP: needs root (netns, veth, af_packet)"; exit 77; fi
-command -v ethtool >/dev/null || { echo "SKIP: ethtool not installed"; exit 77; }
+veth_need_root
 msg=$(veth_up "$ns" "$v0" "$v1" "$theirs/24") || fail "$msg"
 # Our frames carry finished checksums; the kernel's must too (veth_up), and
 # it must not coalesce what it sends into segments larger than our MSS.

@@ -20,11 +20,9 @@ cleanup() {
 	rm -f "$out"
 }
 trap cleanup EXIT
-fail() { echo "FAIL: $*"; echo "--- server output:"; cat "$out"; exit 1; }
 
-if [ "$(id -u)" -ne 0 ]; then echo "SKIP: needs root (netns, veth, af_packet)"; exit 77; fi
+veth_need_root
 command -v ping >/dev/null || { echo "SKIP: ping not installed (iputils-ping)"; exit 77; }
-command -v ethtool >/dev/null || { echo "SKIP: ethtool not installed"; exit 77; }
 msg=$(veth_up "$ns" "$v0" "$v1" "$theirs/24") || fail "$msg"
 
 PERCORE_LOG=warn "$server" "$v0" "$ours" 30 >"$out" 2>&1 &
