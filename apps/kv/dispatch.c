@@ -388,28 +388,26 @@ static void dispatch_get(struct kv_sink *k, const struct kv_req *r)
         /* A sink that takes the reply key by key needs its parts apart. */
         if (ascii && r->nkeys > 1 && k->ops->key_end)
                 all_local = false;
-        if (all_local && k->head == NULL) {
-                /* The common case: answered here and now. */
-                kv_shard_hold();
-                pos = 0;
-                while (kv_req_next_key(r, &pos, &key, &kn))
-                        kv_run(kv_stores[me], r, key, kn, &k->out);
-                if (ascii)
-                        buf_add(&k->out, "END\r\n", 5);
-                return;
-        }
-        if (r->nkeys == 1 && k->head == NULL) {
-                /* One key of a shard we may borrow: answered here and now
-                 * too, into the sink's own buffer (no reply place). */
-                unsigned owner;
+        if (k->head == NULL) {
+                /* The common case, answered here and now into the sink's
+                 * own buffer (no reply place): every key is ours, or the
+                 * one key is on a shard we may borrow. */
+                unsigned store = me;
 
                 pos = 0;
-                if (kv_req_next_key(r, &pos, &key, &kn) &&
-                    shard_borrow(me, owner = pc_shard_of(key, kn))) {
-                        kv_run(kv_stores[owner], r, key, kn, &k->out);
-                        shard_return(owner);
+                if (all_local)
+                        kv_shard_hold();
+                else if (r->nkeys != 1 || !kv_req_next_key(r, &pos, &key, &kn) ||
+                         !shard_borrow(me, store = pc_shard_of(key, kn)))
+                        store = PC_MAX_WORKERS;
+                if (store < PC_MAX_WORKERS) {
+                        pos = 0;
+                        while (kv_req_next_key(r, &pos, &key, &kn))
+                                kv_run(kv_stores[store], r, key, kn, &k->out);
                         if (ascii)
                                 buf_add(&k->out, "END\r\n", 5);
+                        if (store != me)
+                                shard_return(store);
                         return;
                 }
         }
