@@ -16,6 +16,7 @@
 #include "pc_core_pvt.h"
 #include "pc_net_pvt.h"
 #include "pc_dpdk.h"
+#include "pc_tcp_fiber_pvt.h"
 
 #define PC_RXD_DEFAULT 512
 #define PC_TXD_DEFAULT 512
@@ -55,15 +56,9 @@ struct pc__dconn {
         void *arg;
         void *data;
         struct pc__dconn *prev, *next; /* the queue's list, for port close */
-        /* Fiber service (tcp_fiber.c). */
-        bool fiber_live;  /* the handler runs: keep the memory */
-        bool f_eof, f_closed, f_self_closed, in_paused;
-        int f_err;
-        struct pc_fiber *rd_fiber, *wr_fiber;
-        uint8_t *rd_buf;
-        size_t rd_len;
-        uint8_t *in;      /* unread input [in_off, in_len) */
-        size_t in_off, in_len, in_cap;
+        bool f_self_closed; /* pc_conn_close() was called */
+        /* Fiber service (net/tcp_fiber.c, hooks in tcp_fiber.c). */
+        struct pc__fconn fc;
 };
 
 /* A TCP frame waiting for its next hop's MAC. */

@@ -16,6 +16,7 @@
 #include "pc_core_pvt.h"
 #include "pc_knet.h"
 #include "pc_net_pvt.h"
+#include "pc_tcp_fiber_pvt.h"
 
 /* Tunables. */
 #define KNET_MAX_CONNS 4096
@@ -122,21 +123,14 @@ struct pc_conn {
         bool reset;    /* counted as a reset already */
         int err;       /* for on_close */
         struct sockaddr_in peer; /* connect target */
-        /* Served by a fiber (tcp_fiber.c): input waits in @fin for
-         * pc_conn_read(), or goes straight into the buffer of the reader
-         * waiting (@rd_buf); reading pauses (@in_paused) while @fin is
-         * full. The memory outlives on_close while the fiber runs
-         * (@fiber_live; a @zombie then, on the worker's zombie list). */
+        /* Served by a fiber (net/tcp_fiber.c, hooks in tcp_fiber.c): @fc
+         * holds the input the handler has not read; reading pauses
+         * (@in_paused) while it is full. The memory outlives on_close
+         * while the fiber runs (@fc.live; a @zombie then, on the worker's
+         * zombie list). */
         bool in_paused;
-        bool fiber_live;
         bool zombie;
-        bool f_eof;    /* on_data(len 0) came */
-        bool f_closed; /* on_close came */
-        int f_err;     /* its error */
-        struct pc_fiber *rd_fiber, *wr_fiber; /* waiting in read / write */
-        char *rd_buf;
-        size_t rd_len;
-        struct kbuf fin;
+        struct pc__fconn fc;
 };
 
 /* One worker's socket of a UDP port, plus its batched output. */

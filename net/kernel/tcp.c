@@ -44,7 +44,7 @@ static __attribute__((noinline)) void conn_mem_free(struct pc_conn *c)
         free(c->inflight.p);
         free(c->pending.p);
         free(c->held.p);
-        free(c->fin.p);
+        free(c->fc.in);
         free(c->rbuf);
         free(c);
 }
@@ -65,7 +65,7 @@ static void conn_free(struct pc_conn *c)
         kinc(&kw->st.closed, 1);
         if (c->open && c->cb->on_close)
                 c->cb->on_close(c, c->err, c->arg);
-        if (c->fiber_live) {
+        if (c->fc.live) {
                 /* Its fiber still holds it: the memory stays (on the
                  * zombie list, for destroy) until pc__conn_fiber_done(). */
                 c->prev = NULL;
@@ -83,7 +83,7 @@ void pc__conn_fiber_done(struct pc_conn *c)
 {
         struct kworker *kw = c->kw;
 
-        c->fiber_live = false;
+        c->fc.live = false;
         if (!c->zombie)
                 return;
         if (c->prev)
