@@ -249,9 +249,11 @@ int bench_compare(const struct bench_opts *o, const char *suite, const char *kas
                 r->unit = unit;
                 r->lower_is_better = lower_is_better;
                 r->group = ngroups;
-                for (unsigned i = 0; i < BENCH_MAX_RUNS; i++)
+                for (unsigned i = 0; i < BENCH_MAX_RUNS; i++) {
                         for (unsigned k = 0; k < BENCH_MAX_COND; k++)
                                 r->cond[i][k] = NAN;
+                        r->steal[i] = NAN;
+                }
                 rec[nlive] = r;
                 live[nlive++] = &sides[s];
         }
@@ -262,6 +264,9 @@ int bench_compare(const struct bench_opts *o, const char *suite, const char *kas
                                        o->runs);
                 for (unsigned s = 0; s < nlive; s++) {
                         unsigned workers = 0;
+                        uint64_t s0, t0, s1, t1;
+                        bool ticks = cpu_ticks(&s0, &t0);
+                        double steal;
 
                         measuring = rec[s];
                         measuring_round = i;
@@ -269,10 +274,14 @@ int bench_compare(const struct bench_opts *o, const char *suite, const char *kas
                                 measuring_cond[k] = NAN;
                         v = live[s]->fn(o, live[s]->mode, &workers, live[s]->ctx);
                         measuring = NULL;
+                        ticks = ticks && cpu_ticks(&s1, &t1) && t1 > t0;
+                        steal = ticks ? (double)(s1 - s0) / (double)(t1 - t0) : NAN;
                         for (unsigned j = first; j < nrecords; j++)
-                                if (strcmp(records[j].mode, rec[s]->mode) == 0)
+                                if (strcmp(records[j].mode, rec[s]->mode) == 0) {
                                         memcpy(records[j].cond[i], measuring_cond,
                                                sizeof(measuring_cond));
+                                        records[j].steal[i] = steal;
+                                }
                         if (v == BENCH_MOVED) {
                                 /* The run said which thread moved. */
                                 bench_progress("%s/%s %s: round %u not used", suite, kase,
@@ -586,7 +595,8 @@ static void print_table(const struct bench_opts *o)
         unsigned nx = bench_ratios(records, nrecords, x, BENCH_MAX_RATIOS);
         unsigned nl = table_lines(x, nx, lines, TABLE_MAX_LINES);
         int wm = 6, ww = 1, ws = 4, wsv = 1, wp = 4, wpv = 1;
-        bool medians = false, any_peer = false, refused = false, conditioned = false;
+        bool medians = false, any_peer = false, refused = false, conditioned = false,
+             stolen = false;
         struct cells c;
 
         for (unsigned i = 0; i < nl; i++) {
@@ -647,12 +657,22 @@ static void print_table(const struct bench_opts *o)
         if (medians)
                 printf("(medians): a ratio of medians measured apart, not in rounds\n");
         for (unsigned i = 0; i < nrecords; i++)
-                for (unsigned r = 0; r < records[i].nvalues; r++)
+                for (unsigned r = 0; r < records[i].nvalues; r++) {
                         for (unsigned k = 0; k < BENCH_MAX_COND; k++)
                                 conditioned |= isfinite(records[i].cond[r][k]);
-        if (conditioned)
+                        stolen |= isfinite(records[i].steal[r]);
+                }
+        if (conditioned || stolen) {
+                char steal[64] = "";
+
+                if (stolen)
+                        snprintf(steal, sizeof(steal), "host steal within %.0f points of each other",
+                                 BENCH_STEAL_MATCH * 100);
                 printf("ratios pair only the rounds whose side and peer ran under matching "
-                       "conditions\n  (what a suite probes is in its note below)\n");
+                       "conditions\n  (%s%s%s)\n",
+                       steal, stolen && conditioned ? "; " : "",
+                       conditioned ? "what a suite probes is in its note below" : "");
+        }
         if (refused)
                 printf(REFUSED_CELL ": floor slower than percore: no ratio (the floor measured "
                        "worse\n  than the side in the rounds that pair, so it did not measure "

@@ -52,6 +52,9 @@ struct bench_record {
         bool info;          /* a diagnostic beside the figures (bench_extra_info()): no ratio */
         /* round i's bench_condition()s; 0 or NAN: none */
         double cond[BENCH_MAX_RUNS][BENCH_MAX_COND];
+        /* round i's host steal over its run (share of the machine's CPU
+         * time, 0-1, from /proc/stat); NAN: not known */
+        double steal[BENCH_MAX_RUNS];
 };
 
 /*
@@ -130,6 +133,12 @@ int bench_compare(const struct bench_opts *o, const char *suite, const char *kas
 
 /* How far apart two rounds' conditions may be for their values to pair. */
 #define BENCH_COND_MATCH 1.3
+/* How far apart (in share of the machine's CPU time) the host steal of a
+ * side's run and its peer's may be for the two to pair: a host that took
+ * a fifth of the CPUs from one run and nothing from the other compares two
+ * machines, and the side that copes better with a busy host wins a ratio
+ * it would not win on a quiet one. */
+#define BENCH_STEAL_MATCH 0.05
 
 /*
  * Say what the machine was like during the measured run in progress:
@@ -204,6 +213,10 @@ bool bench_same_row(const struct bench_record *a, const struct bench_record *b);
 /* Whether conditions @a and @b (one of bench_condition()) let two runs
  * pair. */
 bool bench_cond_match(double a, double b);
+
+/* Whether two runs' host steal shares @a and @b (0-1; NAN: not known, which
+ * pairs with anything) are within BENCH_STEAL_MATCH of each other. */
+bool bench_steal_match(double a, double b);
 
 /*
  * Whether a floor's figure @floor is worse than the side's @side that it

@@ -82,6 +82,13 @@ bool bench_cond_match(double a, double b)
         return fmax(a, b) / fmin(a, b) <= BENCH_COND_MATCH;
 }
 
+bool bench_steal_match(double a, double b)
+{
+        if (!(isfinite(a) && isfinite(b)))
+                return true;
+        return fabs(a - b) <= BENCH_STEAL_MATCH;
+}
+
 bool bench_floor_refuses(bool lower_is_better, double side, double floor)
 {
         /* A floor equal to the side is still a floor reached, not beaten. */
@@ -111,6 +118,7 @@ static bool ratio_of(const struct bench_record *s, const struct bench_record *p,
 
                 for (unsigned c = 0; c < BENCH_MAX_COND; c++)
                         match &= bench_cond_match(s->cond[i][c], p->cond[i][c]);
+                match &= bench_steal_match(s->steal[i], p->steal[i]);
                 if (ratio_ok(x) && match)
                         per[k++] = x;
         }

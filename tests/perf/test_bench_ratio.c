@@ -206,6 +206,43 @@ static void test_conditions_pair_rounds(void **state)
         assert_int_equal(x[0].rounds, 2);
 }
 
+static void test_steal_pairs_rounds(void **state)
+{
+        /* memcached's round 1 ran while the host took a fifth of the CPUs
+         * and pc-kv's did not: that round says how each copes with a busy
+         * host, not which is faster, and gives no ratio. */
+        const double side[] = {120e3, 118e3, 121e3, 119e3}, peer[] = {100e3, 45e3, 99e3, 101e3};
+        const double ssteal[] = {0.01, 0.02, 0.18, NAN}, psteal[] = {0.02, 0.21, 0.15, 0.30};
+        struct bench_record r[2];
+        struct bench_ratio x[4];
+
+        (void)state;
+        assert_true(bench_steal_match(0.01, 0.05));
+        assert_true(bench_steal_match(0.10, 0.15));
+        assert_false(bench_steal_match(0.02, 0.21));
+        assert_true(bench_steal_match(NAN, 0.30)); /* not known: pairs */
+        r[0] = rec("tpc", false, false, 1, side, 4);
+        r[1] = rec("peer:memcached", false, false, 1, peer, 4);
+        r[0].suite = r[1].suite = "kv";
+        r[0].kase = r[1].kase = "get-set-1k";
+        r[0].metric = r[1].metric = "ops_per_sec";
+        for (unsigned i = 0; i < 4; i++) {
+                r[0].steal[i] = ssteal[i];
+                r[1].steal[i] = psteal[i];
+        }
+        assert_int_equal(bench_ratios(r, 2, x, 4), 1);
+        /* Rounds 0, 2 (both busy alike) and 3 (side's steal unknown). */
+        assert_int_equal(x[0].rounds, 3);
+        assert_near(x[0].value, 1.2, 1e-12);
+        assert_near(x[0].min, 119e3 / 101e3, 1e-12);
+        assert_near(x[0].max, 121e3 / 99e3, 1e-12);
+        /* The unpaired round alone would have said 2.6x. */
+        r[1].steal[1] = r[0].steal[1];
+        assert_int_equal(bench_ratios(r, 2, x, 4), 1);
+        assert_int_equal(x[0].rounds, 4);
+        assert_near(x[0].max, 118e3 / 45e3, 1e-12);
+}
+
 static void test_floor_judged_on_paired_rounds(void **state)
 {
         /* A run of each was not used (NAN), in different rounds: over all
@@ -285,6 +322,7 @@ int main(void)
                 cmocka_unit_test(test_judged_on_round_ratios),
                 cmocka_unit_test(test_round_not_used),
                 cmocka_unit_test(test_conditions_pair_rounds),
+                cmocka_unit_test(test_steal_pairs_rounds),
                 cmocka_unit_test(test_floor_judged_on_paired_rounds),
                 cmocka_unit_test(test_floor_over_two_placements),
                 cmocka_unit_test(test_apart_judged_on_medians),
