@@ -68,6 +68,10 @@ static struct {
 } steals[NSUITES];
 static unsigned nsteals;
 
+/* The fewest ticks (of every CPU together) a run's steal is judged on:
+ * half a second of 2 CPUs at the usual 100 ticks a second. */
+#define STEAL_MIN_TICKS 100
+
 /* The all-CPU line's steal and total ticks; false when unreadable. */
 static bool cpu_ticks(uint64_t *steal, uint64_t *total)
 {
@@ -274,8 +278,15 @@ int bench_compare(const struct bench_opts *o, const char *suite, const char *kas
                                 measuring_cond[k] = NAN;
                         v = live[s]->fn(o, live[s]->mode, &workers, live[s]->ctx);
                         measuring = NULL;
-                        ticks = ticks && cpu_ticks(&s1, &t1) && t1 > t0;
-                        steal = ticks ? (double)(s1 - s0) / (double)(t1 - t0) : NAN;
+                        /* Less one tick, the counter's grain; and not
+                         * known for a run of under STEAL_MIN_TICKS (a
+                         * --quick run on 2 CPUs is a few dozen): the host
+                         * takes its steal in bursts of ticks, and so short
+                         * a run says nothing of how busy it was. */
+                        ticks = ticks && cpu_ticks(&s1, &t1) && t1 - t0 >= STEAL_MIN_TICKS;
+                        steal = ticks ? (double)(s1 - s0 > 1 ? s1 - s0 - 1 : 0) /
+                                                (double)(t1 - t0)
+                                      : NAN;
                         for (unsigned j = first; j < nrecords; j++)
                                 if (strcmp(records[j].mode, rec[s]->mode) == 0) {
                                         memcpy(records[j].cond[i], measuring_cond,
@@ -799,8 +810,13 @@ static int write_json(const struct bench_opts *o, const char *path)
                 json_num(f, lo);
                 fprintf(f, ", \"max\": ");
                 json_num(f, hi);
-                fprintf(f, ", \"runs\": %u, \"info\": %s}%s\n", bench_finite_count(r),
-                        r->info ? "true" : "false", i + 1 < nrecords ? "," : "");
+                fprintf(f, ", \"runs\": %u, \"info\": %s, \"steal\": [", bench_finite_count(r),
+                        r->info ? "true" : "false");
+                for (unsigned k = 0; k < r->nvalues; k++) {
+                        fprintf(f, "%s", k ? ", " : "");
+                        json_num(f, r->steal[k]);
+                }
+                fprintf(f, "]}%s\n", i + 1 < nrecords ? "," : "");
         }
         fprintf(f, "  ],\n  \"ratios\": [\n");
         for (unsigned i = 0; i < nx; i++) {

@@ -53,7 +53,8 @@ struct bench_record {
         /* round i's bench_condition()s; 0 or NAN: none */
         double cond[BENCH_MAX_RUNS][BENCH_MAX_COND];
         /* round i's host steal over its run (share of the machine's CPU
-         * time, 0-1, from /proc/stat); NAN: not known */
+         * time, 0-1, from /proc/stat, less one tick); NAN: not known
+         * (or a run too short to tell) */
         double steal[BENCH_MAX_RUNS];
 };
 

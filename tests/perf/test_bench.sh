@@ -93,7 +93,7 @@ if not (m.get("cpus", 0) >= 1 and m.get("nodes", 0) >= 1 and m.get("cpu_model"))
     bad.append(f"machine incomplete: {m}")
 
 keys = {"suite", "case", "mode", "workers", "metric", "value", "unit", "min", "max", "runs",
-        "info"}
+        "info", "steal"}
 rows = {}  # (case, metric, workers) -> {mode: record}
 full = set()  # modes with a record of every round
 for r in doc.get("records", []):
@@ -114,6 +114,10 @@ for r in doc.get("records", []):
         bad.append(f"value not within min-max, or negative: {r}")
     if not isinstance(r["info"], bool):
         bad.append(f"record info not a boolean: {r}")
+    # The host's steal over each round's run (a share, or null: unknown).
+    if not (isinstance(r["steal"], list) and len(r["steal"]) == runs and
+            all(x is None or (num(x) and 0 <= x <= 1) for x in r["steal"])):
+        bad.append(f"steal not {runs} shares or nulls: {r}")
     if r["runs"] == runs:
         full.add(r["mode"])
     rows.setdefault((r["case"], r["metric"], r["workers"]), {})[r["mode"]] = r
@@ -176,24 +180,38 @@ for x in ratios:
 # only when the line round trip it probed around the side's run and the
 # peer's agree, and the CPU share their threads had (BENCH_COND_MATCH):
 # when the host moved a vCPU, or other work took the CPUs, between them in
-# every round, there is no ratio to make.
+# every round, there is no ratio to make. Every suite also pairs a round
+# only when the host's steal over the two runs is within 5 points
+# (BENCH_STEAL_MATCH): a host that took a tenth of the CPUs from one side
+# and none from the other in every round leaves no ratio either.
 ran_on = {(r.get("case"), r.get("side")): r
           for r in doc.get("info", {}).get("msg", {}).get("ran_on", [])}
 
-def unpaired(case, s, p):
+def unpaired(case, s, p, rs, rp):
     a, b = ran_on.get((case, s)), ran_on.get((case, p))
-    if suite != "msg" or a is None or b is None:
-        return False
+    msg = suite == "msg" and a is not None and b is not None
     def conds(r, i):
         x, y = r["line_rtt_ns"][i], r["line_rtt_after_ns"][i]
         return ((x + y) / 2 if x and y else None, r["oncpu"][i])
     def match(p, q):
         return p is None or q is None or p <= 0 or q <= 0 or max(p, q) / min(p, q) <= 1.3  # BENCH_COND_MATCH
+    def steal_pairs(i):
+        # Surely within 5 points (the JSON's 6 digits round the shares).
+        x, y = rs["steal"][i], rp["steal"][i]
+        return x is None or y is None or abs(x - y) <= 0.05 - 1e-4
     # A round pairs when both runs were used and their conditions match.
-    for i in range(1, min(len(a["line_rtt_ns"]), len(b["line_rtt_ns"]))):
-        if a["values"][i] is None or b["values"][i] is None:
+    for i in range(runs):
+        if not steal_pairs(i):
             continue
-        if all(match(p, q) for p, q in zip(conds(a, i), conds(b, i))):
+        if not msg:
+            return False
+        # The msg suite's runs list the warm-up first.
+        k = i + 1
+        if k >= min(len(a["line_rtt_ns"]), len(b["line_rtt_ns"])):
+            continue
+        if a["values"][k] is None or b["values"][k] is None:
+            continue
+        if all(match(p, q) for p, q in zip(conds(a, k), conds(b, k))):
             return False
     return True
 
@@ -209,9 +227,9 @@ for (case, metric, workers), row in rows.items():
                 continue
             if (rs["min"] or 0) > 0 and (rp["min"] or 0) > 0 and \
                     (case, metric, workers, s, p) not in paired:
-                if unpaired(case, s, p):
+                if unpaired(case, s, p, rs, rp):
                     print(f"note: no ratio for {case} {s} vs {p}: their conditions "
-                          "differed in every round")
+                          "(host steal, or what the suite probes) differed in every round")
                 else:
                     bad.append(f"no ratio for {case} {metric} w{workers}: {s} vs {p}")
 
