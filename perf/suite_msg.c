@@ -20,9 +20,11 @@
  * The percore modes and the peers of a case run in alternated rounds, all
  * on the two CPUs a 2-worker runtime places its workers on. Every timed
  * thread, the workers and the peers' alike, reads sched_getcpu() before
- * and after its timed part: a run that was not where it was placed is not
- * used. The suite says which CPUs those are and whether the topology calls
- * them SMT siblings (table footer, JSON "info").
+ * and after its timed part: a run that was not where it was placed, or
+ * during which the line probe says the host moved a vCPU, is run again
+ * (retried(), up to MSG_TRIES in all) and not used after the last try.
+ * The suite says which CPUs those are and whether the topology calls them
+ * SMT siblings (table footer, JSON "info").
  *
  * Both sides run the same sink per message. The submit driver keeps at most
  * WINDOW messages in flight (reading the receiver's published count once
