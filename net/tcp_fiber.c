@@ -265,6 +265,7 @@ ssize_t pc__fconn_write(struct pc_conn *c, const struct pc__fiber_ops *ops, cons
                         size_t len)
 {
         const uint8_t *p = buf;
+        struct pc__fconn *fc;
         size_t off = 0, chunk;
         int rc = fiber_conn_check(c, ops);
 
@@ -272,12 +273,13 @@ ssize_t pc__fconn_write(struct pc_conn *c, const struct pc__fiber_ops *ops, cons
                 return rc;
         if ((buf == NULL && len) || len > SSIZE_MAX)
                 return -EINVAL;
+        fc = ops->fc(c);
         /* A chunk fits once on_writable says the output is down to half. */
         chunk = ops->chunk(c);
         while (off < len) {
                 size_t n = len - off < chunk ? len - off : chunk;
 
-                if (ops->fc(c)->closed || ops->gone(c))
+                if (fc->closed || ops->gone(c))
                         return gone_rc(c, ops);
                 rc = pc_conn_send(c, p + off, n);
                 if (rc == 0) {
@@ -288,7 +290,7 @@ ssize_t pc__fconn_write(struct pc_conn *c, const struct pc__fiber_ops *ops, cons
                         return rc == -EPIPE ? gone_rc(c, ops) : rc;
                 if (pc__self->stop_seen)
                         return -ESHUTDOWN;
-                ops->fc(c)->wr_fiber = pc_fiber_self();
+                fc->wr_fiber = pc_fiber_self();
                 rc = pc__fiber_wait();
                 if (rc)
                         return rc; /* -ECANCELED */
