@@ -26,7 +26,11 @@
 
 enum { MBOX_REQ = 0, MBOX_REP = 1 };
 
-/* One message, carried by value in the ring (two per cache line). */
+/* One message, carried by value in the ring (two per cache line). In a
+ * request ring a free slot's done is NULL (the pages start zero, a submit
+ * writes only fn and arg, and drain() clears done after running a call
+ * from the ring, before it publishes the head that frees the slot): done
+ * says what the slot holds, a submit or a call. */
 struct pc__msg {
         union pc__msg_fn {
                 pc_task_fn submit;                          /* REQ, done == NULL */

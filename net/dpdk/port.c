@@ -62,9 +62,10 @@ static int resolve_port(const char *name_or_id, uint16_t *pid)
 /* ---- per-worker pollers ----------------------------------------------- */
 
 /* Hand @n frames to the device now; what it refuses is freed, counted.
- * Inlined into the fast path: a call level per burst is about a percent
- * of a forwarding core (pc-fwd against testpmd, `perf record`). */
-static inline __attribute__((always_inline)) void tx_now(struct pc_port_q *q, struct rte_mbuf **pkts, uint16_t n)
+ * Always inlined: a call level per burst shows in a forwarding core's
+ * profile (pc-fwd io against testpmd). */
+static inline __attribute__((always_inline)) void tx_now(struct pc_port_q *q,
+                                                         struct rte_mbuf **pkts, uint16_t n)
 {
         uint16_t sent = rte_eth_tx_burst(q->port->port_id, q->qid, pkts, n);
 
