@@ -3,7 +3,10 @@
  * Mailboxes: the N x N matrix of SPSC rings, pc_submit() and pc_call(),
  * and the per-worker poller that drains and flushes them.
  *
- * Sending. A message is written by value into the sender's next free slot;
+ * Sending. A message is written by value into the sender's next free slot:
+ * 16 bytes in a request ring (struct pc__req: a submit's fn and arg, or a
+ * mark and the address of a call's record, a task node of the caller's
+ * that comes back with the reply), 32 in a reply ring (struct pc__msg);
  * the ring's tail is published once per reactor iteration (the poller's
  * flush), after every PC_MBOX_BATCH messages, and when the ring fills.
  * Credits are the free slots the sender knows of, cap - (tail - head_cache);
@@ -45,16 +48,27 @@
  *     (prepare_sleep()). Either the receiver sees the bit or the work and
  *     stays up, or the sender sees it asleep and writes its eventfd.
  *   - a sender out of credits: store want_space; load head (both
- *     seq_cst). Receiver: store head (release) after a drain, and at the
- *     end of the poll, after the same fence, load want_space and if set
- *     wake the sender. The sender's prepare_sleep() then reads want_space
- *     again after its sleeping store: still set means the receiver's
- *     exchange is later and will see it asleep. So a sender with overflow
- *     sleeps instead of spinning, and is woken as soon as space appears.
+ *     seq_cst); it waits only if that head leaves the ring full (tail -
+ *     head == cap). Receiver: store head (release) after a drain, and at
+ *     the end of the poll load want_space (on the head's line, a hit) and
+ *     if set wake the sender. The fence before that load is paid only
+ *     after a drain whose loaded tail is at least cap - 1 past the head
+ *     the ring had at the receiver's last fence (fenced_head): a sender
+ *     whose want_space store follows that fence in S reads a head no
+ *     older than fenced_head, and waits only on a tail cap past it, which
+ *     the receiver drains up to (the ring is not empty) and so fences
+ *     for; one whose store precedes the fence is seen by the load after
+ *     it. A stream that keeps the ring less than full thus fences about
+ *     once a ring's length, not once a poll. The sender's prepare_sleep()
+ *     then reads want_space again after its sleeping store: still set
+ *     means the receiver's exchange is later and will see it asleep. So a
+ *     sender with overflow sleeps instead of spinning, and is woken as
+ *     soon as space appears.
  *
- * A poll thus costs at most one fence, and only when it moved something;
- * the stores that make messages and space visible are plain releases, so
- * the line transfers they cause overlap instead of stalling one another.
+ * A poll thus costs at most one fence, and only when it moved something
+ * (and, for space, only once a ring's length); the stores that make
+ * messages and space visible are plain releases, so the line transfers
+ * they cause overlap instead of stalling one another.
  *
  * Receiving. Messages run inside the poller, in place in the ring, up to
  * PC_MBOX_DRAIN_MAX per ring per poll (a ring left non-empty is remembered
@@ -102,15 +116,36 @@
 
 #include "shard_pvt.h"
 
-static inline struct pc__msg *ring_slots(struct pc__ring *r)
+/* A request ring's entries, and a reply ring's messages. */
+static inline struct pc__req *req_slots(struct pc__ring *r)
 {
-        return r->slots;
+        return (struct pc__req *)(void *)r->slots;
+}
+
+static inline struct pc__msg *rep_slots(struct pc__ring *r)
+{
+        return (struct pc__msg *)(void *)r->slots;
+}
+
+/* Where ring @idx's entry at index @i (already masked) lies. */
+static inline void *slot_at(struct pc__ring *r, unsigned idx, uint32_t i)
+{
+        return idx % 2 == MBOX_REQ ? (void *)&req_slots(r)[i] : (void *)&rep_slots(r)[i];
 }
 
 static inline struct pc__ring *in_ring(const struct pc__shard *sh, unsigned dst, unsigned idx)
 {
         return (struct pc__ring *)((char *)sh->in[dst] + sizeof(struct pc__mbox_in) +
-                                   (size_t)idx * sh->ring_stride);
+                                   (size_t)(idx / 2) * sh->pair_stride +
+                                   (idx % 2) * sh->req_stride);
+}
+
+/* The entry a request ring carries for a call: this mark as fn, the call's
+ * record as arg. Never run: drain() compares against it. */
+static void ring_call_mark(void *record)
+{
+        pc_log(PC_LOG_ERROR, "mailbox: a call record %p was run as a submit", record);
+        abort();
 }
 
 static inline void set_bit(uint64_t *map, unsigned i)
@@ -186,6 +221,59 @@ static void publish(struct pc__shard_worker *sw, unsigned idx, struct pc__mbox_o
         bell_or_recheck(sw, idx, db, bit);
 }
 
+/* Write the message node @t carries into outbound ring @idx's next slot
+ * (o->tail, which the caller advances). Returns true when the ring now
+ * refers to @t (a call's record), false when @t may be freed. */
+static bool put_msg(struct pc__shard_worker *sw, unsigned idx, struct pc__mbox_out *o,
+                    struct pc_task *t)
+{
+        const struct pc__msg *m = (const struct pc__msg *)(const void *)t->reserved;
+        uint32_t i = o->tail & sw->mask;
+
+        if (idx % 2 == MBOX_REP) {
+                rep_slots(o->ring)[i] = *m;
+                return false;
+        }
+        if (m->done == NULL) {
+                req_slots(o->ring)[i] = (struct pc__req){m->fn.submit, m->arg};
+                return false;
+        }
+        req_slots(o->ring)[i] = (struct pc__req){ring_call_mark, t};
+        return true;
+}
+
+/* Queue node @t at the end of outbound ring @idx's overflow, counted as
+ * sent now: overflow may outlive this iteration. */
+static void ovf_push(struct pc__shard_worker *sw, unsigned idx, struct pc__mbox_out *o,
+                     struct pc_task *t)
+{
+        t->next = NULL;
+        if (o->ovf_tail)
+                o->ovf_tail->next = t;
+        else
+                o->ovf_head = t;
+        o->ovf_tail = t;
+        o->ovf_len++;
+        pc__count_sent(sw->w, 1);
+        pc__shard_bump(&sw->c.sent, 1);
+        pc__shard_bump(&sw->c.overflowed, 1);
+        set_bit(sw->dirty, idx);
+}
+
+/* A node from *@spare when given and non-empty, else from the worker's
+ * free list; NULL when out of memory. */
+static struct pc_task *take_node(struct pc__shard_worker *sw, struct pc_task **spare)
+{
+        struct pc_task *t;
+
+        if (spare && *spare) {
+                t = *spare;
+                *spare = t->next;
+                return t;
+        }
+        return pc__task_alloc(sw->w);
+}
+
 /* Free slots the sender may write; reads the receiver's head only when the
  * credits it knew of are spent. */
 static inline uint32_t credits(struct pc__shard_worker *sw, struct pc__mbox_out *o)
@@ -201,7 +289,6 @@ static inline uint32_t credits(struct pc__shard_worker *sw, struct pc__mbox_out 
  * credits last, publishing as it goes. Returns the messages moved. */
 static unsigned ovf_move(struct pc__shard_worker *sw, unsigned idx, struct pc__mbox_out *o)
 {
-        struct pc__msg *slots = ring_slots(o->ring);
         unsigned done = 0;
         uint32_t c;
 
@@ -209,12 +296,13 @@ static unsigned ovf_move(struct pc__shard_worker *sw, unsigned idx, struct pc__m
                 while (c-- && o->ovf_head) {
                         struct pc_task *t = o->ovf_head;
                         o->ovf_head = t->next;
-                        memcpy(&slots[o->tail & sw->mask], t->reserved, sizeof(struct pc__msg));
+                        /* A call's node is its record: it travels on. */
+                        if (!put_msg(sw, idx, o, t))
+                                pc__task_release(sw->w, t);
                         o->tail++;
                         o->moved++;
                         o->ovf_len--;
                         done++;
-                        pc__task_release(sw->w, t);
                 }
                 publish(sw, idx, o);
         }
@@ -224,14 +312,16 @@ static unsigned ovf_move(struct pc__shard_worker *sw, unsigned idx, struct pc__m
 }
 
 /* The ring is (nearly) full by what the sender knows, or overflow is
- * ahead of us: look at the receiver's head, then write a slot or queue @m
- * on the overflow list. */
+ * ahead of us: look at the receiver's head, then write a slot or queue the
+ * message on the overflow list. The message is the call record @rec (a
+ * call on a request ring, which travels as its node either way) or, when
+ * @rec is NULL, *@m, copied into a node if it must wait. */
 static __attribute__((noinline)) int send_slow(struct pc__shard_worker *sw, unsigned idx,
-                                               const struct pc__msg *m,
+                                               const struct pc__msg *m, struct pc_task *rec,
                                                struct pc_task **spare)
 {
         struct pc__mbox_out *o = &sw->out[idx];
-        struct pc_task *t;
+        struct pc_task *t = rec;
 
         /* Every PC_MBOX_BATCH messages overflowed, see whether the receiver
          * made room, so a sender faster than its receiver keeps most
@@ -240,7 +330,14 @@ static __attribute__((noinline)) int send_slow(struct pc__shard_worker *sw, unsi
         if (o->ovf_head && (o->ovf_len & (PC_MBOX_BATCH - 1)) == 0)
                 ovf_move(sw, idx, o);
         if (o->ovf_head == NULL && credits(sw, o) != 0) {
-                ring_slots(o->ring)[o->tail & sw->mask] = *m;
+                uint32_t i = o->tail & sw->mask;
+
+                if (rec)
+                        req_slots(o->ring)[i] = (struct pc__req){ring_call_mark, rec};
+                else if (idx % 2 == MBOX_REQ)
+                        req_slots(o->ring)[i] = (struct pc__req){m->fn.submit, m->arg};
+                else
+                        rep_slots(o->ring)[i] = *m;
                 o->tail++;
                 /* Publish a batch, or a full ring so the receiver can start. */
                 if (pending(o) >= PC_MBOX_BATCH || o->tail - o->head_cache == sw->mask + 1)
@@ -249,102 +346,98 @@ static __attribute__((noinline)) int send_slow(struct pc__shard_worker *sw, unsi
                         set_bit(sw->dirty, idx);
                 return 0;
         }
-        if (spare && *spare) {
-                t = *spare;
-                *spare = t->next;
-        } else {
-                t = pc__task_alloc(sw->w);
+        if (t == NULL) {
+                t = take_node(sw, spare);
                 if (unlikely(t == NULL))
                         return -ENOMEM;
+                memcpy(t->reserved, m, sizeof(*m));
         }
-        memcpy(t->reserved, m, sizeof(*m));
-        t->next = NULL;
-        if (o->ovf_tail)
-                o->ovf_tail->next = t;
-        else
-                o->ovf_head = t;
-        o->ovf_tail = t;
-        o->ovf_len++;
-        /* Overflow may outlive this iteration: count it now. */
-        pc__count_sent(sw->w, 1);
-        pc__shard_bump(&sw->c.sent, 1);
-        pc__shard_bump(&sw->c.overflowed, 1);
-        set_bit(sw->dirty, idx);
+        ovf_push(sw, idx, o, t);
         return 0;
 }
 
-/*
- * A submit writes only a slot's first 16 bytes (fn, arg): a free request
- * slot's done is always NULL (struct pc__msg), so nothing more is needed.
- * The sender streams into lines the receiver read a lap ago and is bound
- * by the stores it has in flight, so every store it leaves out counts.
- */
-static inline void slot_write_submit(struct pc__msg *slot, pc_task_fn fn, void *arg)
+/* A submit's entry: one 16-byte store where SSE2 has it. The sender
+ * streams into lines the receiver read a lap ago and is bound by the
+ * stores it has in flight, so every store it leaves out counts. */
+static inline void req_write(struct pc__req *slot, pc_task_fn fn, void *arg)
 {
 #ifdef __SSE2__
         _mm_storeu_si128((__m128i *)(void *)slot,
                          _mm_set_epi64x((long long)(uintptr_t)arg, (long long)(uintptr_t)fn));
 #else
-        slot->fn.submit = fn;
+        slot->fn = fn;
         slot->arg = arg;
-#endif
-}
-
-/* Write a whole message: the first half as a submit does, then done and
- * done_arg. Two 16-byte stores where SSE2 has them: fewer, wider stores
- * keep more messages in flight. */
-static inline void slot_write(struct pc__msg *slot, union pc__msg_fn fn, void *arg,
-                              void (*done)(void *, void *), void *done_arg)
-{
-        slot_write_submit(slot, fn.submit, arg);
-#ifdef __SSE2__
-        _mm_storeu_si128((__m128i *)(void *)&slot->done,
-                         _mm_set_epi64x((long long)(uintptr_t)done_arg,
-                                        (long long)(uintptr_t)done));
-#else
-        slot->done = done;
-        slot->done_arg = done_arg;
 #endif
 }
 
 /* mbox_send()'s way out, kept out of line so the fast path builds no
  * message on its stack. */
-static __attribute__((noinline)) int send_slow_call(struct pc__shard_worker *sw, unsigned dst,
-                                                    unsigned idx, union pc__msg_fn fn,
-                                                    void *arg, void (*done)(void *, void *),
-                                                    void *done_arg, struct pc_task **spare)
+static __attribute__((noinline)) int send_slow_msg(struct pc__shard_worker *sw, unsigned idx,
+                                                   union pc__msg_fn fn, void *arg,
+                                                   struct pc_task *node, void *done_arg,
+                                                   struct pc_task **spare)
 {
-        struct pc__msg m = {.fn = fn, .arg = arg, .done = done, .done_arg = done_arg};
-        int rc = send_slow(sw, idx, &m, spare);
+        struct pc__msg m = {.fn = fn, .arg = arg, .node = node, .done_arg = done_arg};
 
-        if (rc == 0 && idx % 2 == MBOX_REQ && done)
+        return send_slow(sw, idx, &m, NULL, spare);
+}
+
+/* A call on request ring (@dst, REQ): its record in a node of the
+ * caller's pool, whose address the ring carries. Out of line: calls take
+ * the call slots when they can (see "Call slots"). */
+static __attribute__((noinline)) int send_call(struct pc__shard_worker *sw, unsigned dst,
+                                               union pc__msg_fn fn, void *arg,
+                                               void (*done)(void *, void *), void *done_arg,
+                                               struct pc_task **spare)
+{
+        struct pc_task *t = take_node(sw, spare);
+        struct pc__msg *m;
+        int rc;
+
+        if (unlikely(t == NULL))
+                return -ENOMEM;
+        m = (struct pc__msg *)(void *)t->reserved;
+        *m = (struct pc__msg){.fn = fn, .arg = arg, .done = done, .done_arg = done_arg};
+        rc = send_slow(sw, 2 * dst + MBOX_REQ, NULL, t, spare);
+        if (rc == 0)
                 sw->cout[dst].ring_calls++;
         return rc;
 }
 
-/* The send path, inlined into pc_submit() and pc_call(): while the sender
- * knows of two free slots or more and nothing waits in overflow, a slot
- * write and the new tail, nothing shared but the slot. */
+/* The send path, inlined into pc_submit() and the reply of a call: while
+ * the sender knows of two free slots or more and nothing waits in
+ * overflow, a slot write and the new tail, nothing shared but the slot.
+ * A request with @done is a call; a reply carries its call's record in
+ * @node. Scalars, not a struct: a message struct passed in was built on
+ * the stack on the fast path (five stores more per submit). */
 static inline __attribute__((always_inline)) int
 mbox_send(struct pc__shard_worker *sw, unsigned dst, unsigned kind, union pc__msg_fn fn,
-          void *arg, void (*done)(void *, void *), void *done_arg, struct pc_task **spare)
+          void *arg, void (*done)(void *, void *), struct pc_task *node, void *done_arg,
+          struct pc_task **spare)
 {
         unsigned idx = 2 * dst + kind;
         struct pc__mbox_out *o = &sw->out[idx];
         uint32_t n;
 
+        if (kind == MBOX_REQ && done)
+                return send_call(sw, dst, fn, arg, done, done_arg, spare);
+
         uint32_t tail = o->tail;
 
         if (unlikely(tail - o->head_cache >= sw->mask) || unlikely(o->ovf_head != NULL))
-                return send_slow_call(sw, dst, idx, fn, arg, done, done_arg, spare);
-        if (kind == MBOX_REQ && done)
-                sw->cout[dst].ring_calls++;
+                return send_slow_msg(sw, idx, fn, arg, node, done_arg, spare);
         /* The tail stays in a register: the slot's stores cannot be taken
          * to alias it. */
-        if (kind == MBOX_REQ && done == NULL)
-                slot_write_submit(&ring_slots(o->ring)[tail & sw->mask], fn.submit, arg);
-        else
-                slot_write(&ring_slots(o->ring)[tail & sw->mask], fn, arg, done, done_arg);
+        if (kind == MBOX_REQ) {
+                req_write(&req_slots(o->ring)[tail & sw->mask], fn.submit, arg);
+        } else {
+                struct pc__msg *slot = &rep_slots(o->ring)[tail & sw->mask];
+
+                slot->fn = fn;
+                slot->arg = arg;
+                slot->node = node;
+                slot->done_arg = done_arg;
+        }
         o->tail = ++tail;
         n = tail - o->pub;
         if (n >= PC_MBOX_BATCH)
@@ -357,7 +450,10 @@ mbox_send(struct pc__shard_worker *sw, unsigned dst, unsigned kind, union pc__ms
 int pc__mbox_send(struct pc__shard_worker *sw, unsigned dst, unsigned kind,
                   const struct pc__msg *m, struct pc_task **spare)
 {
-        return mbox_send(sw, dst, kind, m->fn, m->arg, m->done, m->done_arg, spare);
+        if (kind == MBOX_REQ)
+                return mbox_send(sw, dst, MBOX_REQ, m->fn, m->arg, m->done, NULL, m->done_arg,
+                                 spare);
+        return mbox_send(sw, dst, MBOX_REP, m->fn, m->arg, NULL, m->node, m->done_arg, spare);
 }
 
 int pc__mbox_reserve(struct pc__shard_worker *sw, unsigned n, struct pc_task **spare)
@@ -431,16 +527,19 @@ static unsigned flush_all(struct pc__shard_worker *sw)
 
 /* ---- receiving ----------------------------------------------------------- */
 
-static void run_call(struct pc__shard_worker *sw, unsigned src, const struct pc__msg *m)
+/* Run the call whose record is node @rec of worker @src's pool, and send
+ * the answer back with the node. */
+static void run_call(struct pc__shard_worker *sw, unsigned src, struct pc_task *rec)
 {
+        const struct pc__msg *m = (const struct pc__msg *)(const void *)rec->reserved;
         struct pc__msg rep;
         int rc;
 
         rep.fn.reply = m->done;
-        rep.arg = m->fn.call(m->arg);
-        rep.done = NULL;
         rep.done_arg = m->done_arg;
-        rc = mbox_send(sw, src, MBOX_REP, rep.fn, rep.arg, rep.done, rep.done_arg, NULL);
+        rep.arg = m->fn.call(m->arg);
+        rep.node = rec;
+        rc = mbox_send(sw, src, MBOX_REP, rep.fn, rep.arg, NULL, rep.node, rep.done_arg, NULL);
         if (unlikely(rc))
                 pc_log(PC_LOG_ERROR, "pc_call reply from worker %u to %u lost: %s", sw->id,
                        src, pc_strerror(rc));
@@ -533,9 +632,9 @@ static bool slot_ready(struct pc__shard_worker *sw, unsigned idx)
 static unsigned drain(struct pc__shard_worker *sw, unsigned idx)
 {
         struct pc__ring *r = in_ring(sw->sh, sw->id, idx);
-        struct pc__msg *slots = ring_slots(r);
         uint32_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
-        uint32_t n = atomic_load_explicit(&r->tail, memory_order_acquire) - head;
+        uint32_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
+        uint32_t n = tail - head;
         unsigned src = idx / 2, ns = 0;
 
         pc__shard_bump(&sw->c.rings_inspected, 1);
@@ -551,26 +650,44 @@ static unsigned drain(struct pc__shard_worker *sw, unsigned idx)
         }
         pc__count_recv(sw->w, n);
         pc__shard_bump(&sw->c.received, n);
-        /* The slots stay ours until the head moves, so run them in place. */
-        for (uint32_t i = 0; i < n; i++) {
-                struct pc__msg *m = &slots[(head + i) & sw->mask];
+        /* The slots stay ours until the head moves, so run them in place.
+         * Never prefetch past the tail: a line the sender is still filling
+         * would have to be taken back from us, stalling it. */
+        if (idx % 2 == MBOX_REQ) {
+                struct pc__req *q = req_slots(r);
 
-                /* Never past the tail: a line the sender is still filling
-                 * would have to be taken back from us, stalling it. */
-                if (i + PC_MBOX_PREFETCH < n)
-                        __builtin_prefetch(&slots[(head + i + PC_MBOX_PREFETCH) & sw->mask]);
-                if (idx & 1)
+                for (uint32_t i = 0; i < n; i++) {
+                        const struct pc__req *e = &q[(head + i) & sw->mask];
+
+                        if (i + 2 * PC_MBOX_PREFETCH < n)
+                                __builtin_prefetch(&q[(head + i + 2 * PC_MBOX_PREFETCH) &
+                                                      sw->mask]);
+                        if (likely(e->fn != ring_call_mark))
+                                e->fn(e->arg);
+                        else
+                                run_call(sw, src, e->arg);
+                }
+        } else {
+                struct pc__msg *q = rep_slots(r);
+
+                for (uint32_t i = 0; i < n; i++) {
+                        const struct pc__msg *m = &q[(head + i) & sw->mask];
+
+                        if (i + PC_MBOX_PREFETCH < n)
+                                __builtin_prefetch(&q[(head + i + PC_MBOX_PREFETCH) & sw->mask]);
                         m->fn.reply(m->arg, m->done_arg);
-                else if (m->done == NULL)
-                        m->fn.submit(m->arg);
-                else {
-                        run_call(sw, src, m);
-                        m->done = NULL; /* a free request slot's done is NULL */
+                        /* Every reply on the ring answers a call that went
+                         * on a request ring: its record comes home. */
+                        pc__task_release(sw->w, m->node);
                 }
         }
-        /* The sender's want_space is looked at after the poll's fence. */
+        /* The sender's want_space is looked at in settle(), after a fence
+         * only when this tail is a ring's length past the head the last
+         * one covered (see "Fences"). */
         atomic_store_explicit(&r->head, head + n, memory_order_release);
         set_bit(sw->drained, idx);
+        if (tail - sw->fenced_head[idx] >= sw->mask)
+                set_bit(sw->fence_due, idx);
         return n + ns;
 }
 
@@ -615,7 +732,7 @@ static unsigned drain_all(struct pc__shard_worker *sw)
                         if (sw->empty_polls[idx]) {
                                 uint32_t h = atomic_load_explicit(&r->head,
                                                                   memory_order_relaxed);
-                                __builtin_prefetch(&r->slots[h & sw->mask]);
+                                __builtin_prefetch(slot_at(r, idx, h & sw->mask));
                         }
                 }
                 sw->carry[i] = 0;
@@ -640,18 +757,37 @@ static unsigned drain_all(struct pc__shard_worker *sw)
 
 /*
  * End of a poll: one seq_cst fence serves both handshakes whose other side
- * fences on every try ("Fences"). Look again at the doorbell bits publish()
- * found set, and at the want_space flag of every ring we drained.
+ * fences on every try ("Fences"), when either needs it: a doorbell bit
+ * publish() found set, or a drained ring whose sender may wait on the head
+ * just stored. Look again at those bits, and at the want_space flag of
+ * every ring we drained.
  */
 static void settle(struct pc__shard_worker *sw)
 {
-        uint64_t any = 0;
+        uint64_t any = 0, fence = 0;
 
-        for (unsigned i = 0; i < sw->db_words; i++)
-                any |= sw->recheck[i] | sw->drained[i];
-        if (any == 0)
+        for (unsigned i = 0; i < sw->db_words; i++) {
+                any |= sw->drained[i];
+                fence |= sw->recheck[i] | sw->fence_due[i];
+        }
+        if ((any | fence) == 0)
                 return;
-        atomic_thread_fence(memory_order_seq_cst);
+        if (fence) {
+                atomic_thread_fence(memory_order_seq_cst);
+                /* What this fence covers: every drained ring's head. */
+                for (unsigned i = 0; i < sw->db_words; i++) {
+                        uint64_t bits = sw->drained[i];
+
+                        sw->fence_due[i] = 0;
+                        for (; bits; bits &= bits - 1) {
+                                unsigned idx = i * 64 + (unsigned)__builtin_ctzll(bits);
+
+                                sw->fenced_head[idx] = atomic_load_explicit(
+                                        &in_ring(sw->sh, sw->id, idx)->head,
+                                        memory_order_relaxed);
+                        }
+                }
+        }
         for (unsigned i = 0; i < sw->db_words; i++) {
                 uint64_t bits = sw->recheck[i];
 
@@ -780,6 +916,7 @@ static void shard_free(struct pc__shard *sh)
         for (unsigned i = 0; i < sh->n; i++) {
                 if (sh->sw[i]) {
                         free(sh->sw[i]->empty_polls);
+                        free(sh->sw[i]->fenced_head);
                         free(sh->sw[i]->cout);
                         free(sh->sw[i]->slot_next);
                         free(sh->sw[i]->out);
@@ -840,10 +977,11 @@ static int alloc_worker(struct pc__shard *sh, unsigned id)
         sw->in = sh->in[id];
         sw->out = calloc(2 * (size_t)sh->n, sizeof(*sw->out));
         sw->empty_polls = calloc(2 * (size_t)sh->n, sizeof(*sw->empty_polls));
+        sw->fenced_head = calloc(2 * (size_t)sh->n, sizeof(*sw->fenced_head));
         sw->cout = calloc(sh->n, sizeof(*sw->cout));
         sw->slot_next = calloc(sh->n, sizeof(*sw->slot_next));
-        if (sw->out == NULL || sw->empty_polls == NULL || sw->cout == NULL ||
-            sw->slot_next == NULL)
+        if (sw->out == NULL || sw->empty_polls == NULL || sw->fenced_head == NULL ||
+            sw->cout == NULL || sw->slot_next == NULL)
                 return -ENOMEM;
         return 0;
 }
@@ -875,8 +1013,14 @@ int pc_shard_init(struct pc_runtime *rt, const struct pc_shard_opts *opts)
         sh->rt = rt;
         sh->n = rt->nworkers;
         sh->ring_size = o.ring_size;
-        sh->ring_stride = sizeof(struct pc__ring) + o.ring_size * sizeof(struct pc__msg);
-        sh->slots_off = sizeof(struct pc__mbox_in) + 2 * (size_t)sh->n * sh->ring_stride;
+        /* Each ring starts on a line: a request ring of 2 entries is half
+         * a line of slots, padded. */
+        sh->req_stride = sizeof(struct pc__ring) +
+                         ((o.ring_size * sizeof(struct pc__req) + PC_CACHE_LINE - 1) &
+                          ~(size_t)(PC_CACHE_LINE - 1));
+        sh->pair_stride = sh->req_stride + sizeof(struct pc__ring) +
+                          o.ring_size * sizeof(struct pc__msg);
+        sh->slots_off = sizeof(struct pc__mbox_in) + (size_t)sh->n * sh->pair_stride;
         sh->in_bytes = sh->slots_off + (size_t)sh->n * PC_CSLOTS * sizeof(struct pc__cslot);
         for (unsigned i = 0; i < sh->n && rc == 0; i++)
                 rc = alloc_worker(sh, i);
@@ -951,7 +1095,7 @@ int pc_submit(unsigned dst, pc_task_fn fn, void *arg)
         if (unlikely(fn == NULL || dst >= sw->n))
                 return -EINVAL;
         return mbox_send(sw, dst, MBOX_REQ, (union pc__msg_fn){.submit = fn}, arg, NULL, NULL,
-                         NULL);
+                         NULL, NULL);
 }
 
 int pc_submit_burst(unsigned dst, pc_task_fn fn, void *const *args, unsigned n)
@@ -969,7 +1113,7 @@ int pc_submit_burst(unsigned dst, pc_task_fn fn, void *const *args, unsigned n)
         idx = 2 * dst + MBOX_REQ;
         o = &sw->out[idx];
         if (likely(o->ovf_head == NULL) && n) {
-                struct pc__msg *slots = ring_slots(o->ring);
+                struct pc__req *slots = req_slots(o->ring);
                 uint32_t tail = o->tail, before = tail - o->pub, room, k;
 
                 /* The fast path's rule: keep at least one slot free. */
@@ -981,7 +1125,7 @@ int pc_submit_burst(unsigned dst, pc_task_fn fn, void *const *args, unsigned n)
                 }
                 k = n < room ? n : room;
                 for (uint32_t j = 0; j < k; j++)
-                        slot_write_submit(&slots[(tail + j) & sw->mask], fn, args[j]);
+                        req_write(&slots[(tail + j) & sw->mask], fn, args[j]);
                 o->tail = tail + k;
                 i = k;
                 if (before + k >= PC_MBOX_BATCH)
@@ -993,7 +1137,7 @@ int pc_submit_burst(unsigned dst, pc_task_fn fn, void *const *args, unsigned n)
          * queues in overflow, in order. */
         for (; i < n; i++) {
                 rc = mbox_send(sw, dst, MBOX_REQ, (union pc__msg_fn){.submit = fn}, args[i],
-                               NULL, NULL, NULL);
+                               NULL, NULL, NULL, NULL);
                 if (unlikely(rc))
                         return i ? (int)i : rc;
         }
@@ -1013,8 +1157,8 @@ int pc_call(unsigned dst, void *(*fn)(void *arg), void *arg,
                 return -EINVAL;
         if (dst != sw->id && slot_free(sw, dst))
                 return slot_post(sw, dst, fn, arg, done, done_arg);
-        return mbox_send(sw, dst, MBOX_REQ, (union pc__msg_fn){.call = fn}, arg, done, done_arg,
-                         NULL);
+        return mbox_send(sw, dst, MBOX_REQ, (union pc__msg_fn){.call = fn}, arg, done, NULL,
+                         done_arg, NULL);
 }
 
 int pc_shard_stats(const struct pc_runtime *rt, unsigned w, struct pc_shard_stats *out)

@@ -26,11 +26,8 @@
 
 enum { MBOX_REQ = 0, MBOX_REP = 1 };
 
-/* One message, carried by value in the ring (two per cache line). In a
- * request ring a free slot's done is NULL (the pages start zero, a submit
- * writes only fn and arg, and drain() clears done after running a call
- * from the ring, before it publishes the head that frees the slot): done
- * says what the slot holds, a submit or a call. */
+/* One message as a reply ring and an overflow node carry it (two per
+ * cache line). A request ring carries struct pc__req instead. */
 struct pc__msg {
         union pc__msg_fn {
                 pc_task_fn submit;                          /* REQ, done == NULL */
@@ -38,7 +35,10 @@ struct pc__msg {
                 void (*reply)(void *result, void *done_arg); /* REP */
         } fn;
         void *arg; /* REP: the result */
-        void (*done)(void *result, void *done_arg);
+        union {
+                void (*done)(void *result, void *done_arg); /* REQ */
+                struct pc_task *node; /* REP: the call's record, back to its owner */
+        };
         void *done_arg;
 };
 
@@ -46,15 +46,32 @@ _Static_assert(sizeof(struct pc__msg) == 32, "two messages per cache line");
 _Static_assert(sizeof(struct pc__msg) == sizeof(((struct pc_task *)0)->reserved),
                "an overflow node carries a message in a task's reserved words");
 
+/* One request ring entry (four per cache line): a submit's fn and arg, or,
+ * with fn == the mailbox's call mark, a call whose record (fn, arg, done,
+ * done_arg as a struct pc__msg) is the task node at arg, taken from the
+ * caller's pool and given back with the reply. A submit, the common
+ * message, thus moves 16 bytes, and a receiver's stream of them costs a
+ * line per four. */
+struct pc__req {
+        pc_task_fn fn;
+        void *arg;
+};
+
+_Static_assert(sizeof(struct pc__req) == 16, "four requests per cache line");
+
 /*
- * One SPSC ring. The consumer's index and the producer's fields sit on
- * cache lines of their own; the slots start on the next line.
+ * One SPSC ring. The consumer's index and the producer's tail sit on
+ * cache lines of their own; the slots start on the next line. want_space
+ * shares the consumer's line: the producer writes it only when the ring is
+ * full, and the consumer reads it after every drain, where a flag on the
+ * tail's line (which the producer keeps rewriting) would be a miss.
  */
 struct pc__ring {
         _Atomic uint32_t head PC_ALIGNED; /* consumer: next slot to read */
-        _Atomic uint32_t tail PC_ALIGNED; /* producer: slots published */
         _Atomic uint32_t want_space;      /* producer waits for the consumer */
-        struct pc__msg slots[] PC_ALIGNED;
+        _Atomic uint32_t tail PC_ALIGNED; /* producer: slots published */
+        /* struct pc__req in a request ring, struct pc__msg in a reply ring */
+        unsigned char slots[] PC_ALIGNED;
 };
 
 _Static_assert(offsetof(struct pc__ring, head) == 0, "consumer line first");
@@ -144,7 +161,9 @@ struct pc__shard_worker {
         uint64_t carry[PC_DB_WORDS]; /* inbound rings the last drain left non-empty */
         uint64_t recheck[PC_DB_WORDS]; /* outbound rings published without ringing */
         uint64_t drained[PC_DB_WORDS]; /* inbound rings whose head moved this poll */
+        uint64_t fence_due[PC_DB_WORDS]; /* of those, the ones settle() must fence for */
         uint16_t *empty_polls;         /* [2N]: inbound ring's polls found empty in a row */
+        uint32_t *fenced_head;         /* [2N]: inbound ring's head at the last fence after it */
         struct pc__call_out *cout;     /* [N]: call slots to each callee */
         uint64_t *slot_next;           /* [N]: the next slot call due from each caller */
         struct pc__shard_counters c PC_ALIGNED; /* read by pc_shard_stats() */
@@ -156,7 +175,8 @@ struct pc__shard {
         struct pc_runtime *rt;
         unsigned n;
         uint32_t ring_size;
-        size_t ring_stride; /* bytes per ring: header + slots */
+        size_t req_stride;  /* bytes per request ring: header + slots */
+        size_t pair_stride; /* bytes per (src, dst) pair: request + reply ring */
         size_t in_bytes;    /* bytes per receiver block: header, rings, call slots */
         size_t slots_off;   /* where a block's call slots start */
         struct pc__module mod;

@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "pc_test.h"
+#include "pc_core_pvt.h"
 #include "pc_shard.h"
 
 /* A watchdog for tests whose failure mode is a lost wake-up: after @secs it
@@ -221,6 +222,23 @@ static void storm_main(void *arg)
                 pc_spawn_on(w, driver, &S.left[w]);
 }
 
+/* Once a run is over every task node is back in its owner's free lists:
+ * a call on a request ring travels as a node of its caller's (the call's
+ * record), which must come home with the reply, overflow nodes too. */
+static void assert_nodes_home(struct pc_runtime *rt)
+{
+        for (unsigned i = 0; i < pc_runtime_workers(rt); i++) {
+                struct pc_worker *w = rt->workers[i];
+                uint64_t n = 0;
+
+                for (struct pc_task *t = w->free_list; t; t = t->next)
+                        n++;
+                for (struct pc_task *t = atomic_load(&w->remote_free); t; t = t->next)
+                        n++;
+                assert_int_equal(n, (uint64_t)w->nchunks * PC_TASK_CHUNK);
+        }
+}
+
 /* @call_every 7: mostly submits, so the rings are rarely empty and few
  * calls take a slot; 1: all calls, the first to each worker on a slot
  * (the rings start empty), those past the slots on the ring behind. */
@@ -283,6 +301,7 @@ static void run_storm_bursts(enum pc_mode mode, unsigned call_every, bool bursts
                 assert_true(slotted > 0);
                 assert_true(slotted < atomic_load(&S.calls));
         }
+        assert_nodes_home(S.rt);
         pc_runtime_destroy(S.rt);
 }
 
