@@ -221,25 +221,33 @@ static void publish(struct pc__shard_worker *sw, unsigned idx, struct pc__mbox_o
         bell_or_recheck(sw, idx, db, bit);
 }
 
-/* Write the message node @t carries into outbound ring @idx's next slot
- * (o->tail, which the caller advances). Returns true when the ring now
- * refers to @t (a call's record), false when @t may be freed. */
+/* Write a message into outbound ring @idx's next slot (o->tail, which the
+ * caller advances): the call record @rec (a call on a request ring), or
+ * else *@m, whole in a reply ring, fn and arg in a request ring. */
+static void slot_put(struct pc__shard_worker *sw, unsigned idx, struct pc__mbox_out *o,
+                     const struct pc__msg *m, struct pc_task *rec)
+{
+        uint32_t i = o->tail & sw->mask;
+
+        if (rec)
+                req_slots(o->ring)[i] = (struct pc__req){ring_call_mark, rec};
+        else if (idx % 2 == MBOX_REQ)
+                req_slots(o->ring)[i] = (struct pc__req){m->fn.submit, m->arg};
+        else
+                rep_slots(o->ring)[i] = *m;
+}
+
+/* slot_put() of the message overflow node @t carries. Returns true when
+ * the ring now refers to @t (a call's record), false when @t may be
+ * freed. */
 static bool put_msg(struct pc__shard_worker *sw, unsigned idx, struct pc__mbox_out *o,
                     struct pc_task *t)
 {
         const struct pc__msg *m = (const struct pc__msg *)(const void *)t->reserved;
-        uint32_t i = o->tail & sw->mask;
+        struct pc_task *rec = idx % 2 == MBOX_REQ && m->done ? t : NULL;
 
-        if (idx % 2 == MBOX_REP) {
-                rep_slots(o->ring)[i] = *m;
-                return false;
-        }
-        if (m->done == NULL) {
-                req_slots(o->ring)[i] = (struct pc__req){m->fn.submit, m->arg};
-                return false;
-        }
-        req_slots(o->ring)[i] = (struct pc__req){ring_call_mark, t};
-        return true;
+        slot_put(sw, idx, o, m, rec);
+        return rec != NULL;
 }
 
 /* Queue node @t at the end of outbound ring @idx's overflow, counted as
@@ -330,14 +338,7 @@ static __attribute__((noinline)) int send_slow(struct pc__shard_worker *sw, unsi
         if (o->ovf_head && (o->ovf_len & (PC_MBOX_BATCH - 1)) == 0)
                 ovf_move(sw, idx, o);
         if (o->ovf_head == NULL && credits(sw, o) != 0) {
-                uint32_t i = o->tail & sw->mask;
-
-                if (rec)
-                        req_slots(o->ring)[i] = (struct pc__req){ring_call_mark, rec};
-                else if (idx % 2 == MBOX_REQ)
-                        req_slots(o->ring)[i] = (struct pc__req){m->fn.submit, m->arg};
-                else
-                        rep_slots(o->ring)[i] = *m;
+                slot_put(sw, idx, o, m, rec);
                 o->tail++;
                 /* Publish a batch, or a full ring so the receiver can start. */
                 if (pending(o) >= PC_MBOX_BATCH || o->tail - o->head_cache == sw->mask + 1)
