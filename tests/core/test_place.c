@@ -282,7 +282,10 @@ static void test_monitor_retargets_future_spawns(void **state)
         assert_int_equal(atomic_load(&M.misplaced), 0);
         /* The sticky agent stayed. */
         assert_int_equal(pc_agent_worker(RT, M.pinned), 1);
-        assert_true(pc_agent_worker(RT, M.hot) != 1);
+        /* A hot task ran off worker 1. Where the hot agent points now is
+         * not asserted: once the chains end, its new worker holds the deep
+         * queue and a later sample may rightly move it again, back to 1. */
+        assert_int_equal(atomic_load(&M.moved), 1);
         pc_runtime_destroy(RT);
 }
 
