@@ -154,6 +154,7 @@ struct pc_worker {
         uint64_t idle_since; /* 0 while busy */
         uint64_t spin_ns;    /* adaptive idle: this worker's spin before parking */
         bool parked;         /* parked since it last found work */
+        uint64_t spin_idle;  /* spin_ns when this idle period first parked */
         uint64_t last_ns;
         unsigned idle_clock; /* idle iterations since the clock was last read */
         unsigned busy_clock; /* busy iterations in a row, for their clock reads */
@@ -203,6 +204,10 @@ struct pc_worker {
         _Atomic(struct pc_task *) remote_free PC_ALIGNED; /* our tasks freed elsewhere */
         _Atomic int sleeping PC_ALIGNED;
         int efd; /* eventfd the worker sleeps on */
+        /* When another worker woke it from its current park (pc__now(),
+         * stored before the eventfd write; 0 = none): adaptive idle's
+         * judge of whether the spin should have lasted (worker.c). */
+        _Atomic uint64_t woken_at;
 
         struct pc_stealq sq; /* elastic mode; its indexes have lines of their own */
 
@@ -409,6 +414,13 @@ void pc__worker_main(struct pc_worker *w);
 /* worker.c */
 void pc__worker_loop(struct pc_worker *w);
 void pc__wake(struct pc_worker *w);
+
+/* Adaptive idle's next spin after a park that another worker ended at
+ * @woken_at (0: none, or the park timed out / never slept), for a worker
+ * idle since @idle_since and running again at @now, whose spin was @spin
+ * before the park halved it; @max and @min bound it (worker.c). Pure. */
+uint64_t pc__spin_after_park(uint64_t spin, uint64_t max, uint64_t min, uint64_t idle_since,
+                             uint64_t woken_at, uint64_t now);
 int pc__worker_init(struct pc_worker *w, struct pc_runtime *rt, unsigned id, unsigned runq);
 void pc__worker_fini(struct pc_worker *w);
 

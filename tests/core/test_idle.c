@@ -3,16 +3,21 @@
  * Adaptive idle's spin: it halves after each spin that ends in a park, down
  * to 1/64 of idle_spin_us, and starts each run in full. The test waits for
  * each park before handing the worker its next task, so every idle period
- * ends in a park and nothing depends on timing.
+ * ends in a park and nothing depends on timing. A park that another worker
+ * ends soon after (within a full spin, less the wake's own latency) grows
+ * the spin instead: two workers calling each other must not both settle
+ * on the shortest spin.
  */
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <stdatomic.h>
 #include <time.h>
 
 #include "pc_test.h"
+#include "pc_core_pvt.h"
 
 #define SPIN_US 640 /* floor: 10 us */
 #define ROUNDS 12
@@ -140,6 +145,148 @@ static void test_poll_keeps_spin(void **state)
         pc_runtime_destroy(r.rt);
 }
 
+/* The rule itself, on times the test chooses (ns). */
+static void test_spin_after_park_rule(void **state)
+{
+        const uint64_t max = 64000, min = 1000, t0 = 5000000;
+
+        (void)state;
+        /* No worker woke it (a timeout, another thread): halve, to min. */
+        assert_int_equal(pc__spin_after_park(8000, max, min, t0, 0, 0), 4000);
+        assert_int_equal(pc__spin_after_park(1500, max, min, t0, 0, 0), min);
+        /* Work 10 us into the idle period, woken 30 us later: a full spin
+         * would have caught it, twice the spin (at most max). */
+        assert_int_equal(pc__spin_after_park(8000, max, min, t0, t0 + 10000, t0 + 40000), 16000);
+        assert_int_equal(pc__spin_after_park(48000, max, min, t0, t0 + 10000, t0 + 40000), max);
+        assert_int_equal(pc__spin_after_park(min, max, min, t0, t0 + 10000, t0 + 40000), 2 * min);
+        /* Both parked: 80 us of gap of which 60 us were the waker's own
+         * wake, about our 60 us: within max, so it grows. */
+        assert_int_equal(pc__spin_after_park(min, max, min, t0, t0 + 80000, t0 + 140000),
+                         2 * min);
+        /* The same gap with a 10 us wake: 70 us of real wait, past max. */
+        assert_int_equal(pc__spin_after_park(8000, max, min, t0, t0 + 80000, t0 + 90000), 4000);
+        /* A gap of exactly max + latency is past it; 1 ns less is not. */
+        assert_int_equal(pc__spin_after_park(8000, max, min, t0, t0 + max + 100, t0 + max + 200),
+                         4000);
+        assert_int_equal(pc__spin_after_park(8000, max, min, t0, t0 + max + 100, t0 + max + 201),
+                         16000);
+        /* A stamp from before this idle period, or from the future: no
+         * evidence, halve. */
+        assert_int_equal(pc__spin_after_park(8000, max, min, t0, t0 - 1, t0 + 100), 4000);
+        assert_int_equal(pc__spin_after_park(8000, max, min, t0, t0 + 500, t0 + 100), 4000);
+}
+
+/*
+ * Worker 1 of two, idle but for a 300 ms periodic timer. Parks that the
+ * timer ends halve its spin (256 -> 128 -> 64 -> 32 ms, as the stats show
+ * at parks 1-3); then worker 0 wakes it with a task, microseconds after its
+ * 64 ms spin ended in park 3: within a full spin, so the spin grows to
+ * 128 ms, and park 4 (before the next tick) shows it halved, 64 ms, where
+ * the halving rule alone would show 16. Assumes only that worker 0 reacts
+ * within 100 ms.
+ */
+#define GROW_SPIN_US 256000
+#define GROW_TICK_NS 300000000ull
+
+static struct {
+        struct pc_runtime *rt;
+        struct pc_timer tick;
+        _Atomic int phase;      /* 1: worker 0 wakes worker 1 past park 3 */
+        _Atomic int woke;       /* 1 done, -1 failed */
+        _Atomic unsigned ran;
+} G;
+
+static struct pc_worker_stats stats_of(unsigned w)
+{
+        struct pc_worker_stats st[2];
+
+        pc_stats_snapshot(G.rt, st, 2);
+        return st[w];
+}
+
+static void grow_task(void *arg)
+{
+        (void)arg;
+        atomic_fetch_add(&G.ran, 1);
+}
+
+static void tick(struct pc_timer *t, void *arg)
+{
+        (void)t;
+        (void)arg;
+}
+
+static void start_tick(void *arg)
+{
+        (void)arg;
+        pc_timer_init(&G.tick, tick, NULL);
+        if (pc_timer_start(&G.tick, GROW_TICK_NS, GROW_TICK_NS) != 0)
+                atomic_store(&G.woke, -1);
+}
+
+/* Worker 0: re-spawns itself until it has woken worker 1. */
+static void watcher(void *arg)
+{
+        (void)arg;
+        if (atomic_load(&G.phase) == 1 && stats_of(1).parks >= 3) {
+                atomic_store(&G.woke, pc_spawn_on(1, grow_task, NULL) == 0 ? 1 : -1);
+                return;
+        }
+        if (atomic_load(&G.woke) == 0 && pc_spawn(watcher, NULL) != 0)
+                atomic_store(&G.woke, -1);
+}
+
+static void *grow_driver(void *arg)
+{
+        uint64_t *spins = arg;
+        struct timespec ts = {0, 200000};
+
+        for (uint64_t park = 1; park <= 4 && atomic_load(&G.woke) >= 0; park++) {
+                struct pc_worker_stats st;
+
+                while ((st = stats_of(1)).parks < park && atomic_load(&G.woke) >= 0)
+                        nanosleep(&ts, NULL);
+                spins[park - 1] = st.spin_ns;
+                /* Park 3 seen: now worker 0 may end it. */
+                if (park == 3)
+                        atomic_store(&G.phase, 1);
+        }
+        pc_runtime_stop(G.rt);
+        return NULL;
+}
+
+static void grow_main(void *arg)
+{
+        (void)arg;
+        if (pc_spawn_on(1, start_tick, NULL) != 0 || pc_spawn(watcher, NULL) != 0)
+                atomic_store(&G.woke, -1);
+}
+
+static void test_worker_wake_grows_spin(void **state)
+{
+        const uint64_t max = GROW_SPIN_US * 1000ull;
+        struct pc_config cfg;
+        uint64_t spins[4] = {0};
+        pthread_t t;
+
+        (void)state;
+        memset(&G, 0, sizeof(G));
+        pc_test_config(&cfg, 2);
+        cfg.idle = PC_IDLE_ADAPTIVE;
+        cfg.idle_spin_us = GROW_SPIN_US;
+        assert_int_equal(pc_runtime_create(&cfg, &G.rt), 0);
+        assert_int_equal(pthread_create(&t, NULL, grow_driver, spins), 0);
+        assert_int_equal(pc_runtime_run(G.rt, grow_main, NULL), 0);
+        pthread_join(t, NULL);
+        assert_int_equal(atomic_load(&G.woke), 1);
+        assert_int_equal(atomic_load(&G.ran), 1);
+        assert_int_equal(spins[0], max / 2);
+        assert_int_equal(spins[1], max / 4);
+        assert_int_equal(spins[2], max / 8);
+        assert_int_equal(spins[3], max / 4);
+        pc_runtime_destroy(G.rt);
+}
+
 /* Whether 2 workers pinned to CPUs 0-1 of fixture @name (or unpinned)
  * pause in their idle spin. -1: this machine cannot pin to CPUs 0 and 1. */
 static int pauses(const char *name, bool pin)
@@ -183,6 +330,8 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_spin_backs_off),
+                cmocka_unit_test(test_spin_after_park_rule),
+                cmocka_unit_test(test_worker_wake_grows_spin),
                 cmocka_unit_test(test_poll_keeps_spin),
                 cmocka_unit_test(test_spin_pause),
         };
