@@ -204,9 +204,10 @@ struct pc_worker {
         _Atomic(struct pc_task *) remote_free PC_ALIGNED; /* our tasks freed elsewhere */
         _Atomic int sleeping PC_ALIGNED;
         int efd; /* eventfd the worker sleeps on */
-        /* When another worker woke it from its current park (pc__now(),
-         * stored before the eventfd write; 0 = none): adaptive idle's
-         * judge of whether the spin should have lasted (worker.c). */
+        /* When a worker just out of a park itself woke it from its
+         * current park (pc__now(), stored before the eventfd write; 0 =
+         * none): adaptive idle's judge of whether the spin should have
+         * lasted (worker.c). */
         _Atomic uint64_t woken_at;
 
         struct pc_stealq sq; /* elastic mode; its indexes have lines of their own */
@@ -415,7 +416,7 @@ void pc__worker_main(struct pc_worker *w);
 void pc__worker_loop(struct pc_worker *w);
 void pc__wake(struct pc_worker *w);
 
-/* Adaptive idle's next spin after a park that another worker ended at
+/* Adaptive idle's next spin after a park that a just-woken worker ended at
  * @woken_at (0: none, or the park timed out / never slept), for a worker
  * idle since @idle_since and running again at @now, whose spin was @spin
  * before the park halved it; @max and @min bound it (worker.c). Pure. */

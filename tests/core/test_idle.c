@@ -3,10 +3,10 @@
  * Adaptive idle's spin: it halves after each spin that ends in a park, down
  * to 1/64 of idle_spin_us, and starts each run in full. The test waits for
  * each park before handing the worker its next task, so every idle period
- * ends in a park and nothing depends on timing. A park that another worker
- * ends soon after (within a full spin, less the wake's own latency) grows
- * the spin instead: two workers calling each other must not both settle
- * on the shortest spin.
+ * ends in a park and nothing depends on timing. A park that a worker just
+ * out of its own park ends soon after (within a full spin, less the wake's
+ * own latency) grows the spin instead: two workers calling each other must
+ * not both settle on the shortest spin.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -177,22 +177,25 @@ static void test_spin_after_park_rule(void **state)
 }
 
 /*
- * Worker 1 of two, idle but for a 300 ms periodic timer. Parks that the
- * timer ends halve its spin (256 -> 128 -> 64 -> 32 ms, as the stats show
- * at parks 1-3); then worker 0 wakes it with a task, microseconds after its
- * 64 ms spin ended in park 3: within a full spin, so the spin grows to
- * 128 ms, and park 4 (before the next tick) shows it halved, 64 ms, where
- * the halving rule alone would show 16. Assumes only that worker 0 reacts
- * within 100 ms.
+ * Two idle workers, as two that call each other: each is woken by the
+ * other's message right after its own park. Worker 1 has a 400 ms
+ * periodic timer, whose timeouts halve its spin (the stats show 128, 64,
+ * 32 ms at parks 1-3: at 256, 528 and 864 ms); worker 0 parks until a
+ * one-shot timer at 960 ms and, woken by it, sends worker 1 a task: 160 ms
+ * into worker 1's idle period, within a full spin of 256, so worker 1's
+ * spin grows from the 64 ms that period began with to 128, and park 4
+ * (at about 1088 ms, before the next tick) shows it halved, 64 ms, where
+ * the halving rule alone shows 16. Margins of about 100 ms either way.
  */
 #define GROW_SPIN_US 256000
-#define GROW_TICK_NS 300000000ull
+#define GROW_TICK_NS 400000000ull
+#define GROW_SEND_NS 960000000ull
 
 static struct {
         struct pc_runtime *rt;
-        struct pc_timer tick;
-        _Atomic int phase;      /* 1: worker 0 wakes worker 1 past park 3 */
-        _Atomic int woke;       /* 1 done, -1 failed */
+        struct pc_timer tick, send;
+        _Atomic int phase;      /* 1: park 3 seen, worker 0 may send */
+        _Atomic int woke;       /* 1 sent, -1 failed */
         _Atomic unsigned ran;
 } G;
 
@@ -224,16 +227,15 @@ static void start_tick(void *arg)
                 atomic_store(&G.woke, -1);
 }
 
-/* Worker 0: re-spawns itself until it has woken worker 1. */
-static void watcher(void *arg)
+/* Worker 0, just woken by its timer: the task for worker 1. */
+static void send(struct pc_timer *t, void *arg)
 {
+        (void)t;
         (void)arg;
-        if (atomic_load(&G.phase) == 1 && stats_of(1).parks >= 3) {
+        if (atomic_load(&G.phase) != 1 || stats_of(1).parks < 3)
+                atomic_store(&G.woke, -1); /* a machine more than 100 ms late */
+        else
                 atomic_store(&G.woke, pc_spawn_on(1, grow_task, NULL) == 0 ? 1 : -1);
-                return;
-        }
-        if (atomic_load(&G.woke) == 0 && pc_spawn(watcher, NULL) != 0)
-                atomic_store(&G.woke, -1);
 }
 
 static void *grow_driver(void *arg)
@@ -247,7 +249,6 @@ static void *grow_driver(void *arg)
                 while ((st = stats_of(1)).parks < park && atomic_load(&G.woke) >= 0)
                         nanosleep(&ts, NULL);
                 spins[park - 1] = st.spin_ns;
-                /* Park 3 seen: now worker 0 may end it. */
                 if (park == 3)
                         atomic_store(&G.phase, 1);
         }
@@ -258,7 +259,8 @@ static void *grow_driver(void *arg)
 static void grow_main(void *arg)
 {
         (void)arg;
-        if (pc_spawn_on(1, start_tick, NULL) != 0 || pc_spawn(watcher, NULL) != 0)
+        pc_timer_init(&G.send, send, NULL);
+        if (pc_spawn_on(1, start_tick, NULL) != 0 || pc_timer_start(&G.send, GROW_SEND_NS, 0))
                 atomic_store(&G.woke, -1);
 }
 
@@ -284,6 +286,50 @@ static void test_worker_wake_grows_spin(void **state)
         assert_int_equal(spins[1], max / 4);
         assert_int_equal(spins[2], max / 8);
         assert_int_equal(spins[3], max / 4);
+        pc_runtime_destroy(G.rt);
+}
+
+/* A busy worker's message is no evidence: worker 0 sends from a task that
+ * keeps it busy, and worker 1's spin halves as on a timeout. */
+static void busy_send(void *arg)
+{
+        (void)arg;
+        if (atomic_load(&G.phase) == 1 && stats_of(1).parks >= 3) {
+                atomic_store(&G.woke, pc_spawn_on(1, grow_task, NULL) == 0 ? 1 : -1);
+                return;
+        }
+        if (pc_spawn(busy_send, NULL) != 0)
+                atomic_store(&G.woke, -1);
+}
+
+static void busy_main(void *arg)
+{
+        (void)arg;
+        if (pc_spawn_on(1, start_tick, NULL) != 0 || pc_spawn(busy_send, NULL) != 0)
+                atomic_store(&G.woke, -1);
+}
+
+static void test_busy_wake_keeps_halving(void **state)
+{
+        const uint64_t max = GROW_SPIN_US * 1000ull;
+        struct pc_config cfg;
+        uint64_t spins[4] = {0};
+        pthread_t t;
+
+        (void)state;
+        memset(&G, 0, sizeof(G));
+        pc_test_config(&cfg, 2);
+        cfg.idle = PC_IDLE_ADAPTIVE;
+        cfg.idle_spin_us = GROW_SPIN_US;
+        assert_int_equal(pc_runtime_create(&cfg, &G.rt), 0);
+        assert_int_equal(pthread_create(&t, NULL, grow_driver, spins), 0);
+        assert_int_equal(pc_runtime_run(G.rt, busy_main, NULL), 0);
+        pthread_join(t, NULL);
+        assert_int_equal(atomic_load(&G.woke), 1);
+        assert_int_equal(atomic_load(&G.ran), 1);
+        assert_int_equal(spins[2], max / 8);
+        /* 32 ms after park 3, then halved by park 4. */
+        assert_int_equal(spins[3], max / 16);
         pc_runtime_destroy(G.rt);
 }
 
@@ -332,6 +378,7 @@ int main(void)
                 cmocka_unit_test(test_spin_backs_off),
                 cmocka_unit_test(test_spin_after_park_rule),
                 cmocka_unit_test(test_worker_wake_grows_spin),
+                cmocka_unit_test(test_busy_wake_keeps_halving),
                 cmocka_unit_test(test_poll_keeps_spin),
                 cmocka_unit_test(test_spin_pause),
         };
