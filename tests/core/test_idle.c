@@ -264,29 +264,37 @@ static void grow_main(void *arg)
                 atomic_store(&G.woke, -1);
 }
 
-static void test_worker_wake_grows_spin(void **state)
+/* Run worker 1's four parks with @main_fn on worker 0: the first three
+ * halve the spin (128, 64, 32 ms), the fourth shows @park4. */
+static void run_parks(pc_task_fn main_fn, uint64_t park4)
 {
         const uint64_t max = GROW_SPIN_US * 1000ull;
-        struct pc_config cfg;
         uint64_t spins[4] = {0};
+        struct pc_config cfg;
         pthread_t t;
 
-        (void)state;
         memset(&G, 0, sizeof(G));
         pc_test_config(&cfg, 2);
         cfg.idle = PC_IDLE_ADAPTIVE;
         cfg.idle_spin_us = GROW_SPIN_US;
         assert_int_equal(pc_runtime_create(&cfg, &G.rt), 0);
         assert_int_equal(pthread_create(&t, NULL, grow_driver, spins), 0);
-        assert_int_equal(pc_runtime_run(G.rt, grow_main, NULL), 0);
+        assert_int_equal(pc_runtime_run(G.rt, main_fn, NULL), 0);
         pthread_join(t, NULL);
+        pc_runtime_destroy(G.rt);
         assert_int_equal(atomic_load(&G.woke), 1);
         assert_int_equal(atomic_load(&G.ran), 1);
         assert_int_equal(spins[0], max / 2);
         assert_int_equal(spins[1], max / 4);
         assert_int_equal(spins[2], max / 8);
-        assert_int_equal(spins[3], max / 4);
-        pc_runtime_destroy(G.rt);
+        assert_int_equal(spins[3], park4);
+}
+
+static void test_worker_wake_grows_spin(void **state)
+{
+        (void)state;
+        /* Grown to 128 ms by the wake, halved by park 4. */
+        run_parks(grow_main, GROW_SPIN_US * 1000ull / 4);
 }
 
 /* A busy worker's message is no evidence: worker 0 sends from a task that
@@ -311,26 +319,9 @@ static void busy_main(void *arg)
 
 static void test_busy_wake_keeps_halving(void **state)
 {
-        const uint64_t max = GROW_SPIN_US * 1000ull;
-        struct pc_config cfg;
-        uint64_t spins[4] = {0};
-        pthread_t t;
-
         (void)state;
-        memset(&G, 0, sizeof(G));
-        pc_test_config(&cfg, 2);
-        cfg.idle = PC_IDLE_ADAPTIVE;
-        cfg.idle_spin_us = GROW_SPIN_US;
-        assert_int_equal(pc_runtime_create(&cfg, &G.rt), 0);
-        assert_int_equal(pthread_create(&t, NULL, grow_driver, spins), 0);
-        assert_int_equal(pc_runtime_run(G.rt, busy_main, NULL), 0);
-        pthread_join(t, NULL);
-        assert_int_equal(atomic_load(&G.woke), 1);
-        assert_int_equal(atomic_load(&G.ran), 1);
-        assert_int_equal(spins[2], max / 8);
         /* 32 ms after park 3, then halved by park 4. */
-        assert_int_equal(spins[3], max / 16);
-        pc_runtime_destroy(G.rt);
+        run_parks(busy_main, GROW_SPIN_US * 1000ull / 16);
 }
 
 /* Whether 2 workers pinned to CPUs 0-1 of fixture @name (or unpinned)
