@@ -107,8 +107,10 @@ void pc__wake(struct pc_worker *w)
                 /* A worker of the same runtime that is itself just out
                  * of a park (parked until its iteration ends) says when it
                  * woke us: see pc__spin_after_park(). A busy worker's wake,
-                 * or another thread's, does not. */
-                if (pc__self != NULL && pc__self->rt == w->rt && pc__self->parked)
+                 * or another thread's, does not; nor any wake where no
+                 * spin adapts (idle() reads the stamp only then). */
+                if (pc__self != NULL && pc__self->rt == w->rt && pc__self->parked &&
+                    w->rt->cfg.idle == PC_IDLE_ADAPTIVE)
                         atomic_store_explicit(&w->woken_at, pc__now(), memory_order_release);
                 /* EAGAIN means the counter is already non-zero: awake enough. */
                 if (write(w->efd, &one, sizeof(one)) < 0)
