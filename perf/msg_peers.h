@@ -72,15 +72,33 @@ double msg_peer_rte_ring(bool pin, int cpu0, int cpu1, double duration_s,
                          struct msg_cpu seen[2]);
 
 /*
+ * @n pause instructions: what a spinning peer does between two looks at
+ * what it waits for. The suite picks n per run (its "pace", see
+ * pace_pick() in suite_msg.c): back-to-back loads at a line another core
+ * is about to write can slow that write's hand-off, so the fastest spin is
+ * not always the tightest, and a floor must be the fastest.
+ */
+static inline void msg_pause(unsigned n)
+{
+        for (unsigned k = 0; k < n; k++) {
+#if defined(__x86_64__) || defined(__i386__)
+                __builtin_ia32_pause();
+#elif defined(__aarch64__)
+                __asm__ volatile("yield");
+#endif
+        }
+}
+
+/*
  * DPDK rte_ring round trip, the peer of pc_call(): a request ring and a
  * reply ring (SP/SC each); the thread on @cpu0 puts one message (fn, arg)
  * on the request ring and spins on the reply ring, the one on @cpu1 spins
  * on the request ring, runs fn(arg) into the message's result and puts the
- * message on the reply ring; one message in flight. @seen as for
- * msg_pair_run(). Returns ns per round trip, or a negative errno (-ENOTSUP
- * without DPDK).
+ * message on the reply ring; one message in flight; each spin makes @pace
+ * pauses between two polls (msg_pause()). @seen as for msg_pair_run().
+ * Returns ns per round trip, or a negative errno (-ENOTSUP without DPDK).
  */
-double msg_peer_rte_ring_rtt(bool pin, int cpu0, int cpu1, double duration_s,
+double msg_peer_rte_ring_rtt(bool pin, int cpu0, int cpu1, double duration_s, unsigned pace,
                              struct msg_cpu seen[2]);
 
 /* The alignment of the peers' shared memory: a page, so that where the

@@ -9,7 +9,8 @@
  * peer:rte_ring_rtt: the same ring as a call path, a request ring and a
  * reply ring between the two CPUs and one message in flight, the way a
  * DPDK application hands a request to another lcore and waits for the
- * answer (rte_ring_sp_enqueue / rte_ring_sc_dequeue, spinning).
+ * answer (rte_ring_sp_enqueue / rte_ring_sc_dequeue, spinning, with the
+ * pauses between polls that the suite found fastest just before).
  *
  * Every ring and the memory both threads touch is page-aligned, so each
  * process lays them out alike (see MSG_PEER_ALIGN).
@@ -159,6 +160,7 @@ struct rtt_msg {
 struct rtt_peer {
         struct rte_ring *req, *rep;
         uint64_t duration_ns;
+        unsigned pace; /* pauses between two polls */
         uint64_t t0, t1, rounds; /* the requester's */
         _Atomic int stop __attribute__((aligned(64)));
         /* One message, in flight all the time, on a line of its own. */
@@ -180,7 +182,7 @@ static void *requester(void *arg)
                 /* A ring of RING_SIZE never fills with one message in it. */
                 rte_ring_sp_enqueue(p->req, m);
                 while (rte_ring_sc_dequeue(p->rep, &obj) != 0)
-                        ;
+                        msg_pause(p->pace);
                 if (((struct rtt_msg *)obj)->result != m)
                         abort(); /* not the answer to this request */
                 if ((i & 1023) == 1023 && pc_now_ns() >= end)
@@ -204,12 +206,14 @@ static void *responder(void *arg)
                         rte_ring_sp_enqueue(p->rep, m);
                 } else if (atomic_load_explicit(&p->stop, memory_order_acquire)) {
                         break;
+                } else {
+                        msg_pause(p->pace);
                 }
         }
         return NULL;
 }
 
-double msg_peer_rte_ring_rtt(bool pin, int cpu0, int cpu1, double duration_s,
+double msg_peer_rte_ring_rtt(bool pin, int cpu0, int cpu1, double duration_s, unsigned pace,
                              struct msg_cpu seen[2])
 {
         struct rtt_peer *p = peer_alloc(sizeof(*p));
@@ -223,6 +227,7 @@ double msg_peer_rte_ring_rtt(bool pin, int cpu0, int cpu1, double duration_s,
                 p->rep = ring_new("pc-bench-rep", RING_SIZE, &rc);
         if (p->rep) {
                 p->duration_ns = (uint64_t)(duration_s * 1e9);
+                p->pace = pace;
                 rc = msg_pair_run(pin, cpu0, requester, cpu1, responder, p, seen);
         }
         v = rc ? rc : (double)(p->t1 - p->t0) / (double)p->rounds;

@@ -158,9 +158,10 @@ double msg_peer_rte_ring(bool pin, int cpu0, int cpu1, double duration_s,
         return -ENOTSUP;
 }
 
-double msg_peer_rte_ring_rtt(bool pin, int cpu0, int cpu1, double duration_s,
+double msg_peer_rte_ring_rtt(bool pin, int cpu0, int cpu1, double duration_s, unsigned pace,
                              struct msg_cpu seen[2])
 {
+        (void)pace;
         return msg_peer_rte_ring(pin, cpu0, cpu1, duration_s, seen);
 }
 #endif
@@ -293,6 +294,7 @@ struct pingpong {
         _Atomic uint64_t v __attribute__((aligned(64)));
         char pad[56];
         uint64_t duration_ns;
+        unsigned pace; /* pauses between two looks at the line (msg_pause()) */
         uint64_t t0, t1, rounds;
         double best; /* the probe's */
 };
@@ -300,6 +302,7 @@ struct pingpong {
 static void *pp_answer(void *arg)
 {
         struct pingpong *p = arg;
+        const unsigned pace = p->pace;
 
         for (;;) {
                 uint64_t v = atomic_load_explicit(&p->v, memory_order_acquire);
@@ -307,6 +310,8 @@ static void *pp_answer(void *arg)
                         break;
                 if (v & 1)
                         atomic_store_explicit(&p->v, v + 1, memory_order_release);
+                else
+                        msg_pause(pace);
         }
         return NULL;
 }
@@ -316,6 +321,7 @@ static void *pp_answer(void *arg)
 static void *probe_ask(void *arg)
 {
         struct pingpong *p = arg;
+        const unsigned pace = p->pace;
         uint64_t i = 0;
 
         p->best = INFINITY;
@@ -324,7 +330,7 @@ static void *probe_ask(void *arg)
                 for (unsigned k = 0; k < PROBE_ROUNDS; k++, i++) {
                         atomic_store_explicit(&p->v, 2 * i + 1, memory_order_release);
                         while (atomic_load_explicit(&p->v, memory_order_acquire) != 2 * i + 2)
-                                ;
+                                msg_pause(pace);
                 }
                 p->best = fmin(p->best, (double)(pc_now_ns() - t0) / PROBE_ROUNDS);
         }
@@ -332,25 +338,77 @@ static void *probe_ask(void *arg)
         return NULL;
 }
 
-/*
- * The hardware's line round trip between the suite's two CPUs now, in a
- * few milliseconds; NAN when it cannot be had. Taken before and after
- * every run: the guest cannot see where a host runs its vCPUs (one core's
- * SMT threads, two cores of one L3, two L3s), and the host may change that
- * at any time, which changes every figure of the suite several times
- * over. The probe shows which placement a run had, and a run during which
- * it changed.
- */
-static double line_probe(void)
+/* The line round trip between the suite's two CPUs now, both threads
+ * spinning with @pace pauses between looks, in a few milliseconds; NAN
+ * when it cannot be had. */
+static double line_rtt(unsigned pace)
 {
         static struct pingpong p __attribute__((aligned(MSG_PEER_ALIGN)));
 
         if (!P.known)
                 return NAN;
         memset(&p, 0, sizeof(p));
+        p.pace = pace;
         if (msg_pair_run(P.pin, P.cpu[0], probe_ask, P.cpu[1], pp_answer, &p, NULL))
                 return NAN;
         return p.best;
+}
+
+/*
+ * The hardware's line round trip between the suite's two CPUs now, with a
+ * tight spin (always the same, so two probes compare). Taken before and
+ * after every run: the guest cannot see where a host runs its vCPUs (one
+ * core's SMT threads, two cores of one L3, two L3s), and the host may
+ * change that at any time, which changes every figure of the suite several
+ * times over. The probe shows which placement a run had, and a run during
+ * which it changed.
+ */
+static double line_probe(void)
+{
+        return line_rtt(0);
+}
+
+/*
+ * The spinning peers' paces: the pauses between two polls tried before
+ * each of their runs, the fastest kept. A tight spin is not always the
+ * fastest: on a Zen 5 host whose two vCPUs sat on two L3s (2026-12-02),
+ * the bounced line took 436-460 ns with back-to-back loads and 350-420 ns
+ * with 8 pauses between them (the waiting side's loads slow the hand-off
+ * of the line the other side is about to write), and a call measured
+ * faster than that "floor". A peer spun at its best pace is a floor again.
+ */
+static const unsigned msg_paces[] = {0, 1, 2, 4, 8, 16};
+#define MSG_NPACES (sizeof(msg_paces) / sizeof(msg_paces[0]))
+
+/* How often each pace won, per peer, for the footer and the JSON. */
+static struct {
+        const char *side;
+        unsigned won[MSG_NPACES];
+} pace_won[MSG_MAX_PEERS];
+
+/* The pace whose @sample (ns per round trip, lower is better; NAN when it
+ * could not be had) was shortest, each tried @tries times; counted for
+ * @side. Pace 0 when nothing could be measured. */
+static unsigned pace_pick(const char *side, double (*sample)(unsigned pace), unsigned tries)
+{
+        unsigned best = 0;
+        double best_ns = INFINITY;
+
+        for (unsigned t = 0; t < tries; t++)
+                for (unsigned i = 0; i < MSG_NPACES; i++) {
+                        double ns = sample(msg_paces[i]);
+                        if (isfinite(ns) && ns < best_ns) {
+                                best_ns = ns;
+                                best = i;
+                        }
+                }
+        for (unsigned k = 0; k < MSG_MAX_PEERS; k++)
+                if (pace_won[k].side == NULL || strcmp(pace_won[k].side, side) == 0) {
+                        pace_won[k].side = side;
+                        pace_won[k].won[best]++;
+                        break;
+                }
+        return msg_paces[best];
 }
 
 static int json_nums(char *buf, size_t len, const char *key, const struct ran *r, size_t off)
@@ -371,7 +429,7 @@ static int json_nums(char *buf, size_t len, const char *key, const struct ran *r
 static void placement_info(void)
 {
         static char json[65536];
-        char text[768];
+        char text[1024];
         int n;
 
         n = snprintf(json, sizeof(json),
@@ -405,7 +463,24 @@ static void placement_info(void)
                         n += snprintf(json + n, sizeof(json) - (size_t)n, "}");
         }
         if (n > 0 && (size_t)n < sizeof(json))
-                snprintf(json + n, sizeof(json) - (size_t)n, "]}");
+                n += snprintf(json + n, sizeof(json) - (size_t)n, "], \"paces_tried\": [");
+        for (unsigned i = 0; i < MSG_NPACES && n > 0 && (size_t)n < sizeof(json); i++)
+                n += snprintf(json + n, sizeof(json) - (size_t)n, "%s%u", i ? ", " : "",
+                              msg_paces[i]);
+        if (n > 0 && (size_t)n < sizeof(json))
+                n += snprintf(json + n, sizeof(json) - (size_t)n, "], \"pace_won\": {");
+        for (unsigned k = 0; k < MSG_MAX_PEERS && pace_won[k].side; k++)
+                for (unsigned i = 0; i < MSG_NPACES && n > 0 && (size_t)n < sizeof(json); i++) {
+                        if (i == 0)
+                                n += snprintf(json + n, sizeof(json) - (size_t)n, "%s\"%s\": [",
+                                              k ? ", " : "", pace_won[k].side);
+                        if (n > 0 && (size_t)n < sizeof(json))
+                                n += snprintf(json + n, sizeof(json) - (size_t)n, "%u%s",
+                                              pace_won[k].won[i],
+                                              i + 1 < MSG_NPACES ? ", " : "]");
+                }
+        if (n > 0 && (size_t)n < sizeof(json))
+                snprintf(json + n, sizeof(json) - (size_t)n, "}}");
         double lo = INFINITY, hi = -INFINITY;
         char range[192] = "";
 
@@ -419,10 +494,25 @@ static void placement_info(void)
                          ";\n  the line round trip between them, probed around each run: "
                          "%.0f-%.0f ns;\n  rounds pair under probes and CPU shares within "
                          "%gx", lo, hi, BENCH_COND_MATCH);
-        snprintf(text, sizeof(text), "CPUs %d and %d (%s), %s, %s (topology: %s)%s%s",
+        char paces[256] = "";
+        int m = 0;
+
+        for (unsigned k = 0; k < MSG_MAX_PEERS && pace_won[k].side && m >= 0 &&
+                             (size_t)m < sizeof(paces);
+             k++) {
+                unsigned most = 0;
+                for (unsigned i = 1; i < MSG_NPACES; i++)
+                        if (pace_won[k].won[i] > pace_won[k].won[most])
+                                most = i;
+                m += snprintf(paces + m, sizeof(paces) - (size_t)m, "%s%s %u",
+                              k ? ", " : ";\n  spinning peers poll with the pauses (0-16) that "
+                                         "were fastest just\n  before each run, most often: ",
+                              pace_won[k].side + 5, msg_paces[most]);
+        }
+        snprintf(text, sizeof(text), "CPUs %d and %d (%s), %s, %s (topology: %s)%s%s%s",
                  P.cpu[0], P.cpu[1], P.pin ? "pinned" : "not pinned",
                  P.smt ? "SMT siblings of one core" : "not SMT siblings",
-                 P.same_l3 ? "one L3" : "different L3s", P.source, range,
+                 P.same_l3 ? "one L3" : "different L3s", P.source, range, paces,
                  P.hypervisor ? ";\n  a virtual machine: its host may still run these vCPUs "
                                 "on one core's\n  SMT threads, or elsewhere"
                               : "");
@@ -785,16 +875,25 @@ static double rte_ring_run(const struct bench_opts *o, enum pc_mode mode, unsign
         return checked(kase, "peer:rte_ring", seen, v, line0, line_probe());
 }
 
+/* A short run of peer:rte_ring_rtt at @pace for pace_pick(). */
+static double rtt_sample(unsigned pace)
+{
+        double v = msg_peer_rte_ring_rtt(P.pin, P.cpu[0], P.cpu[1], 0.002, pace, NULL);
+
+        return v > 0 ? v : NAN;
+}
+
 static double rte_ring_rtt_run(const struct bench_opts *o, enum pc_mode mode,
                                unsigned *workers, void *ctx)
 {
         struct msg_cpu seen[2];
         double v, line0 = line_probe();
+        unsigned pace = pace_pick("peer:rte_ring_rtt", rtt_sample, 2);
 
         (void)mode;
         (void)ctx;
         *workers = MSG_WORKERS;
-        v = msg_peer_rte_ring_rtt(P.pin, P.cpu[0], P.cpu[1], o->duration, seen);
+        v = msg_peer_rte_ring_rtt(P.pin, P.cpu[0], P.cpu[1], o->duration, pace, seen);
         if (v == -ENOTSUP)
                 bench_progress("msg/call: peer:rte_ring_rtt not built (no DPDK)");
         return checked("call", "peer:rte_ring_rtt", seen, v, line0, line_probe());
@@ -805,6 +904,7 @@ static double rte_ring_rtt_run(const struct bench_opts *o, enum pc_mode mode,
 static void *pp_ask(void *arg)
 {
         struct pingpong *p = arg;
+        const unsigned pace = p->pace;
         uint64_t i, end;
 
         p->t0 = pc_now_ns();
@@ -812,7 +912,7 @@ static void *pp_ask(void *arg)
         for (i = 0;; i++) {
                 atomic_store_explicit(&p->v, 2 * i + 1, memory_order_release);
                 while (atomic_load_explicit(&p->v, memory_order_acquire) != 2 * i + 2)
-                        ;
+                        msg_pause(pace);
                 if ((i & 1023) == 1023 && pc_now_ns() >= end)
                         break;
         }
@@ -829,12 +929,14 @@ static double cacheline_run(const struct bench_opts *o, enum pc_mode mode, unsig
         static struct pingpong p __attribute__((aligned(MSG_PEER_ALIGN)));
         struct msg_cpu seen[2];
         double line0 = line_probe();
+        unsigned pace = pace_pick("peer:pingpong", line_rtt, 1);
         int rc;
 
         (void)mode;
         (void)ctx;
         memset(&p, 0, sizeof(p));
         p.duration_ns = (uint64_t)(o->duration * 1e9);
+        p.pace = pace;
         *workers = MSG_WORKERS;
         rc = msg_pair_run(P.pin, P.cpu[0], pp_ask, P.cpu[1], pp_answer, &p, seen);
         if (rc)
@@ -1048,6 +1150,7 @@ int suite_msg(const struct bench_opts *o)
         if (rc)
                 return rc;
         nran = 0;
+        memset(pace_won, 0, sizeof(pace_won));
         rc = msg_case(o, "submit", "msgs_per_sec", "msgs/s", false, submit_run, submit_peers,
                       1);
         if (rc == 0)

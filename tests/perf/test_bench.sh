@@ -260,6 +260,18 @@ if suite == "msg":
     if not (isinstance(info.get("topology"), str) and info["topology"]):
         bad.append(f"info.msg.topology missing: {info.get('topology')}")
     ran = {(r.get("case"), r.get("side")): r for r in info.get("ran_on", [])}
+    # Each spinning peer picks its pace (pauses between polls) before every
+    # run: one win per run, over the paces tried.
+    tried = info.get("paces_tried")
+    won = info.get("pace_won", {})
+    if not (isinstance(tried, list) and tried and tried[0] == 0):
+        bad.append(f"info.msg.paces_tried: {tried}")
+    for peer in ("peer:pingpong", "peer:rte_ring_rtt"):
+        w, r = won.get(peer), ran.get(("call", peer))
+        if not (isinstance(w, list) and isinstance(tried, list) and len(w) == len(tried)):
+            bad.append(f"info.msg.pace_won[{peer}]: {w}")
+        elif r is not None and sum(w) != r.get("runs"):
+            bad.append(f"info.msg.pace_won[{peer}] {w}: not one per run ({r.get('runs')})")
     for (case, _, _), row in rows.items():
         if case not in want:
             continue
