@@ -1099,6 +1099,16 @@ int pc_submit(unsigned dst, pc_task_fn fn, void *arg)
                          NULL, NULL);
 }
 
+/* Slots the fast path may write at @tail: all free ones but one, by what
+ * the sender knows of the receiver's head. */
+static inline uint32_t fast_room(const struct pc__shard_worker *sw, const struct pc__mbox_out *o,
+                                 uint32_t tail)
+{
+        uint32_t used = tail - o->head_cache;
+
+        return used < sw->mask ? sw->mask - used : 0;
+}
+
 int pc_submit_burst(unsigned dst, pc_task_fn fn, void *const *args, unsigned n)
 {
         struct pc__shard_worker *sw;
@@ -1117,12 +1127,14 @@ int pc_submit_burst(unsigned dst, pc_task_fn fn, void *const *args, unsigned n)
                 struct pc__req *slots = req_slots(o->ring);
                 uint32_t tail = o->tail, before = tail - o->pub, room, k;
 
-                /* The fast path's rule: keep at least one slot free. */
-                room = sw->mask - (tail - o->head_cache);
+                /* The fast path's rule: keep at least one slot free. The
+                 * slow path fills a ring to the last slot (send_slow()), so
+                 * a ring may hold mask + 1 already: no room, not 2^32 - 1. */
+                room = fast_room(sw, o, tail);
                 if (room < n) {
                         o->head_cache = atomic_load_explicit(&o->ring->head,
                                                              memory_order_acquire);
-                        room = sw->mask - (tail - o->head_cache);
+                        room = fast_room(sw, o, tail);
                 }
                 k = n < room ? n : room;
                 for (uint32_t j = 0; j < k; j++)

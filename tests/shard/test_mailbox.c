@@ -358,6 +358,81 @@ static void test_burst_errors(void **state)
         pc_runtime_destroy(S.rt);
 }
 
+/* ---- a burst into a ring the slow path filled ---------------------------- */
+
+/*
+ * Worker 1 is held inside its first message (the gate) while worker 0
+ * fills their ring of 4 to the last slot (three fast-path submits, one
+ * through the slow path) and then sends a burst: the burst must wait in
+ * overflow, not be written over the messages worker 1 has not run. (It
+ * was: the burst's room, mask - used, wrapped to 2^32 - 1 on a ring the
+ * slow path had filled, and a storm on a loaded machine lost and repeated
+ * messages, or crashed.) Whatever worker 1 has drained when the burst
+ * comes, it is still inside the gate, so the ring is full: no timing.
+ */
+#define GATE_MSGS 6
+
+static struct {
+        _Atomic int open;
+        _Atomic unsigned n;
+        uintptr_t seen[GATE_MSGS + 4];
+        _Atomic int rc;
+} G;
+
+static void gate_record(void *arg)
+{
+        unsigned i = atomic_load(&G.n);
+
+        if (i < GATE_MSGS + 4)
+                G.seen[i] = (uintptr_t)arg;
+        atomic_store(&G.n, i + 1);
+        if (i + 1 == GATE_MSGS)
+                pc_runtime_stop(S.rt);
+}
+
+static void gate_hold(void *arg)
+{
+        gate_record(arg);
+        while (!atomic_load(&G.open))
+                sched_yield();
+}
+
+static void gate_main(void *arg)
+{
+        void *burst[2] = {(void *)(uintptr_t)5, (void *)(uintptr_t)6};
+        int rc = 0;
+
+        (void)arg;
+        rc |= pc_submit(1, gate_hold, (void *)(uintptr_t)1);
+        for (uintptr_t m = 2; m <= 4; m++)
+                rc |= pc_submit(1, gate_record, (void *)m);
+        if (pc_submit_burst(1, gate_record, burst, 2) != 2)
+                rc = -1;
+        atomic_store(&G.rc, rc);
+        atomic_store(&G.open, 1);
+}
+
+static void test_burst_into_full_ring(void **state)
+{
+        struct pc_shard_opts so;
+        struct pc_config cfg;
+
+        (void)state;
+        memset(&S, 0, sizeof(S));
+        memset(&G, 0, sizeof(G));
+        pc_test_config(&cfg, 2);
+        assert_int_equal(pc_runtime_create(&cfg, &S.rt), 0);
+        pc_shard_opts_init(&so);
+        so.ring_size = 4;
+        assert_int_equal(pc_shard_init(S.rt, &so), 0);
+        assert_int_equal(pc_runtime_run(S.rt, gate_main, NULL), 0);
+        assert_int_equal(atomic_load(&G.rc), 0);
+        assert_int_equal(atomic_load(&G.n), GATE_MSGS);
+        for (unsigned i = 0; i < GATE_MSGS; i++)
+                assert_int_equal(G.seen[i], i + 1);
+        pc_runtime_destroy(S.rt);
+}
+
 static void test_storm_fifo_exactly_once_tpc(void **state)
 {
         (void)state;
@@ -778,6 +853,7 @@ int main(void)
                 cmocka_unit_test(test_storm_bursts_tpc),
                 cmocka_unit_test(test_storm_bursts_elastic),
                 cmocka_unit_test(test_burst_errors),
+                cmocka_unit_test(test_burst_into_full_ring),
                 cmocka_unit_test(test_stop_mid_storm_loses_nothing),
                 cmocka_unit_test(test_overflow_sender_sleeps_and_is_woken),
                 cmocka_unit_test(test_ping_pong_parking),
