@@ -176,6 +176,7 @@ struct placement {
         bool pin;
         bool smt;       /* one core's threads (SMT siblings) */
         bool same_l3;
+        bool l3_known; /* the topology names both CPUs' L3 (a /sys without caches does not) */
         int node[2];
         bool hypervisor; /* a virtual machine: the host may place vCPUs anywhere */
         char source[64];
@@ -371,7 +372,7 @@ static double line_probe(void)
 /*
  * The spinning peers' paces: the pauses between two polls tried before
  * each of their runs, the fastest kept. A tight spin is not always the
- * fastest: on a Zen 5 host whose two vCPUs sat on two L3s (2026-12-02),
+ * fastest: on a Zen 5 host whose two vCPUs were ~400 ns apart (2026-12-02),
  * the bounced line took 436-460 ns with back-to-back loads and 350-420 ns
  * with 8 pauses between them (the waiting side's loads slow the hand-off
  * of the line the other side is about to write), and a call measured
@@ -434,10 +435,11 @@ static void placement_info(void)
 
         n = snprintf(json, sizeof(json),
                      "{\"cpus\": [%d, %d], \"pinned\": %s, \"smt_siblings\": %s, "
-                     "\"same_l3\": %s, \"nodes\": [%d, %d], \"hypervisor\": %s, "
+                     "\"same_l3\": %s, \"l3_known\": %s, \"nodes\": [%d, %d], \"hypervisor\": %s, "
                      "\"topology\": \"%s\", \"peer_align\": %d, \"ran_on\": [",
                      P.cpu[0], P.cpu[1], P.pin ? "true" : "false", P.smt ? "true" : "false",
-                     P.same_l3 ? "true" : "false", P.node[0], P.node[1],
+                     P.same_l3 ? "true" : "false", P.l3_known ? "true" : "false", P.node[0],
+                     P.node[1],
                      P.hypervisor ? "true" : "false", P.source, MSG_PEER_ALIGN);
         for (unsigned i = 0; i < nran && n > 0 && (size_t)n < sizeof(json); i++) {
                 n += snprintf(json + n, sizeof(json) - (size_t)n,
@@ -512,7 +514,10 @@ static void placement_info(void)
         snprintf(text, sizeof(text), "CPUs %d and %d (%s), %s, %s (topology: %s)%s%s%s",
                  P.cpu[0], P.cpu[1], P.pin ? "pinned" : "not pinned",
                  P.smt ? "SMT siblings of one core" : "not SMT siblings",
-                 P.same_l3 ? "one L3" : "different L3s", P.source, range, paces,
+                 !P.l3_known ? "L3 not known (the topology has no caches)"
+                 : P.same_l3 ? "one L3"
+                             : "different L3s",
+                 P.source, range, paces,
                  P.hypervisor ? ";\n  a virtual machine: its host may still run these vCPUs "
                                 "on one core's\n  SMT threads, or elsewhere"
                               : "");
@@ -844,7 +849,8 @@ static int find_placement(const struct bench_opts *o, struct placement *pl)
                 const struct pc_topo_cpu *a = &t->cpu[pl->cpu[0]], *b = &t->cpu[pl->cpu[1]];
 
                 pl->smt = pl->cpu[0] != pl->cpu[1] && a->core == b->core;
-                pl->same_l3 = a->l3 >= 0 && a->l3 == b->l3;
+                pl->l3_known = a->l3 >= 0 && b->l3 >= 0;
+                pl->same_l3 = pl->l3_known && a->l3 == b->l3;
                 snprintf(pl->source, sizeof(pl->source), "%.63s", t->source);
                 /* The source is a path a reader wrote; the JSON writer does
                  * not escape this one. */
