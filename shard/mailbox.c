@@ -8,7 +8,8 @@
  * mark and the address of a call's record, a task node of the caller's
  * that comes back with the reply), 32 in a reply ring (struct pc__msg);
  * the ring's tail is published once per reactor iteration (the poller's
- * flush), after every PC_MBOX_BATCH messages, and when the ring fills.
+ * flush), after every sw->batch messages (PC_MBOX_BATCH, 64, or a quarter
+ * of a smaller ring), and when the ring fills.
  * Credits are the free slots the sender knows of, cap - (tail - head_cache);
  * only when they run out does it read the receiver's head again. With no
  * credit left, messages wait in the sender's overflow list for that ring,
@@ -331,17 +332,17 @@ static __attribute__((noinline)) int send_slow(struct pc__shard_worker *sw, unsi
         struct pc__mbox_out *o = &sw->out[idx];
         struct pc_task *t = rec;
 
-        /* Every PC_MBOX_BATCH messages overflowed, see whether the receiver
+        /* Every batch of messages overflowed, see whether the receiver
          * made room, so a sender faster than its receiver keeps most
          * messages in the ring instead of queueing them until its poll
          * (and reads the receiver's head at most once per batch). */
-        if (o->ovf_head && (o->ovf_len & (PC_MBOX_BATCH - 1)) == 0)
+        if (o->ovf_head && (o->ovf_len & (sw->batch - 1)) == 0)
                 ovf_move(sw, idx, o);
         if (o->ovf_head == NULL && credits(sw, o) != 0) {
                 slot_put(sw, idx, o, m, rec);
                 o->tail++;
                 /* Publish a batch, or a full ring so the receiver can start. */
-                if (pending(o) >= PC_MBOX_BATCH || o->tail - o->head_cache == sw->mask + 1)
+                if (pending(o) >= sw->batch || o->tail - o->head_cache == sw->mask + 1)
                         publish(sw, idx, o);
                 else
                         set_bit(sw->dirty, idx);
@@ -441,7 +442,7 @@ mbox_send(struct pc__shard_worker *sw, unsigned dst, unsigned kind, union pc__ms
         }
         o->tail = ++tail;
         n = tail - o->pub;
-        if (n >= PC_MBOX_BATCH)
+        if (n >= sw->batch)
                 publish(sw, idx, o);
         else if (n == 1)
                 set_bit(sw->dirty, idx);
@@ -975,6 +976,9 @@ static int alloc_worker(struct pc__shard *sh, unsigned id)
         sw->n = sh->n;
         sw->db_words = (2 * sh->n + 63) / 64;
         sw->mask = sh->ring_size - 1;
+        sw->batch = sh->ring_size / 4 < PC_MBOX_BATCH ? sh->ring_size / 4 : PC_MBOX_BATCH;
+        if (sw->batch == 0)
+                sw->batch = 1;
         sw->in = sh->in[id];
         sw->out = calloc(2 * (size_t)sh->n, sizeof(*sw->out));
         sw->empty_polls = calloc(2 * (size_t)sh->n, sizeof(*sw->empty_polls));
@@ -1141,7 +1145,7 @@ int pc_submit_burst(unsigned dst, pc_task_fn fn, void *const *args, unsigned n)
                         req_write(&slots[(tail + j) & sw->mask], fn, args[j]);
                 o->tail = tail + k;
                 i = k;
-                if (before + k >= PC_MBOX_BATCH)
+                if (before + k >= sw->batch)
                         publish(sw, idx, o);
                 else if (before == 0 && k)
                         set_bit(sw->dirty, idx);

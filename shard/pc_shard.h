@@ -269,7 +269,8 @@ struct pc_shard_stats {
 /**
  * Copy worker @w's counters into @out. Each counter is exact but they are
  * not read at one instant; a message counts as sent once its ring slot is
- * published (at most 16 messages or one iteration after pc_submit()) or it
+ * published (at most 64 messages, or a quarter of a smaller ring, or one
+ * iteration after pc_submit()) or it
  * joins the overflow list. The ring counter only grows when a doorbell bit
  * (or a ring left non-empty by the previous poll) points at a ring: a ring
  * stays watched for up to 256 empty polls after its last message, and once
