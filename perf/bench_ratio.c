@@ -91,8 +91,10 @@ bool bench_steal_match(double a, double b)
 
 bool bench_floor_refuses(bool lower_is_better, double side, double floor)
 {
-        /* A floor equal to the side is still a floor reached, not beaten. */
-        return isfinite(side) && isfinite(floor) && oriented(lower_is_better, side, floor) > 1;
+        /* A floor equal to the side, or within the noise of it, is still
+         * a floor reached, not beaten. */
+        return isfinite(side) && isfinite(floor) &&
+               oriented(lower_is_better, side, floor) > BENCH_FLOOR_SLACK;
 }
 
 static bool ratio_of(const struct bench_record *s, const struct bench_record *p,
@@ -130,7 +132,7 @@ static bool ratio_of(const struct bench_record *s, const struct bench_record *p,
          * mix rounds run under different conditions (two placements of the
          * vCPUs), and can put the floor above a side that every like round
          * shows below it. */
-        out->refused = p->floor && ratio_ok(out->value) && out->value > 1;
+        out->refused = p->floor && ratio_ok(out->value) && out->value > BENCH_FLOOR_SLACK;
         return ratio_ok(out->value);
 }
 

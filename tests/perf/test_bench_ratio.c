@@ -46,6 +46,10 @@ static void test_refuses_plain_numbers(void **state)
         assert_true(bench_floor_refuses(true, 100, 120));
         assert_false(bench_floor_refuses(true, 100, 80));
         assert_false(bench_floor_refuses(true, 100, 100)); /* reached, not beaten */
+        /* Within BENCH_FLOOR_SLACK: the side reached its floor, by the noise. */
+        assert_false(bench_floor_refuses(true, 100, 104));
+        assert_true(bench_floor_refuses(true, 100, 106));
+        assert_false(bench_floor_refuses(false, 104e6, 100e6));
         /* Higher is better: a floor of 40 M/s under a side of 50 M/s is beaten. */
         assert_true(bench_floor_refuses(false, 50e6, 40e6));
         assert_false(bench_floor_refuses(false, 50e6, 60e6));
@@ -125,6 +129,28 @@ static void test_judged_on_the_ratio(void **state)
         assert_ptr_equal(x[0].peer, &r[1]);
         assert_false(x[0].refused);
         assert_ptr_equal(x[1].peer, &r[3]);
+        assert_true(x[1].refused);
+}
+
+static void test_floor_reached_within_noise(void **state)
+{
+        /* A call at its floor: rounds either side of it by a few percent
+         * (ratio median 1.02) keep their ratio; 1.10 does not. */
+        const double side[] = {350, 349, 362}, floor[] = {357, 355, 360};
+        const double fast[] = {320, 322, 330};
+        struct bench_record r[4];
+        struct bench_ratio x[8];
+
+        (void)state;
+        r[0] = rec("tpc", true, false, 1, side, 3);
+        r[1] = rec("peer:pingpong", true, true, 1, floor, 3);
+        r[2] = rec("elastic", true, false, 2, fast, 3);
+        r[3] = rec("peer:pingpong", true, true, 2, floor, 3);
+        r[2].kase = r[3].kase = "call2";
+        assert_int_equal(bench_ratios(r, 4, x, 8), 2);
+        assert_true(x[0].value > 1 && x[0].value < BENCH_FLOOR_SLACK);
+        assert_false(x[0].refused);
+        assert_true(x[1].value > BENCH_FLOOR_SLACK);
         assert_true(x[1].refused);
 }
 
@@ -319,6 +345,7 @@ int main(void)
                 cmocka_unit_test(test_floor_faster_than_side),
                 cmocka_unit_test(test_plain_peer_may_be_beaten),
                 cmocka_unit_test(test_judged_on_the_ratio),
+                cmocka_unit_test(test_floor_reached_within_noise),
                 cmocka_unit_test(test_judged_on_round_ratios),
                 cmocka_unit_test(test_round_not_used),
                 cmocka_unit_test(test_conditions_pair_rounds),
