@@ -514,7 +514,7 @@ static void placement_info(void)
         snprintf(text, sizeof(text), "CPUs %d and %d (%s), %s, %s (topology: %s)%s%s%s",
                  P.cpu[0], P.cpu[1], P.pin ? "pinned" : "not pinned",
                  P.smt ? "SMT siblings of one core" : "not SMT siblings",
-                 !P.l3_known ? "L3 not known (the topology has no caches)"
+                 !P.l3_known ? "L3 unknown"
                  : P.same_l3 ? "one L3"
                              : "different L3s",
                  P.source, range, paces,
