@@ -739,6 +739,8 @@ struct migration {
         _Atomic uint8_t ran[MIG_FIBERS];
         _Atomic uint64_t moved; /* a suspended fiber resumed on another worker */
         _Atomic uint64_t ended;
+        _Atomic uint64_t first_runs; /* fibers past their first run */
+        _Atomic unsigned gated;      /* workers 1-3 held in gate() */
         struct pc_task hog;
         bool elastic;
         bool sticky; /* spawned with PC_FIBER_STICKY */
@@ -751,6 +753,7 @@ static void *mover(void *arg)
         uintptr_t i = (uintptr_t)arg;
         int last = pc_worker_id();
 
+        atomic_fetch_add(&G.first_runs, 1);
         for (int k = 0; k < MIG_STEPS; k++) {
                 pc_fiber_yield();
                 if (pc_worker_id() != last)
@@ -773,11 +776,21 @@ static void hog(void *arg)
         uint64_t spins = G.sticky ? pc_test_scaled(20000000) : UINT64_MAX;
 
         (void)arg;
-        while (G.elastic && atomic_load(&G.moved) == 0 && spins--)
+        /* Not before every fiber ran once here and is suspended (the loop
+         * takes the sticky and the stealable queue in turn). */
+        if (atomic_load(&G.first_runs) < MIG_FIBERS) {
+                if (pc_spawn_task(&G.hog) != 0)
+                        abort();
+                return;
+        }
+        while (G.elastic && atomic_load(&G.moved) == 0 && atomic_load(&G.ended) < MIG_FIBERS &&
+               spins--)
                 pc__cpu_relax();
 }
 
-static void mig_main(void *arg)
+/* On worker 0 once workers 1-3 are held: every fiber, then the hog,
+ * which holds worker 0 only after every fiber's first run there. */
+static void mig_spawn(void *arg)
 {
         (void)arg;
         for (uintptr_t i = 0; i < MIG_FIBERS; i++)
@@ -786,6 +799,29 @@ static void mig_main(void *arg)
                                  0);
         pc_task_init(&G.hog, hog, NULL, PC_STICKY);
         assert_int_equal(pc_spawn_task(&G.hog), 0);
+}
+
+/* Workers 1-3: busy (so no thief) until every fiber has run once on
+ * worker 0 and is suspended there. Without the gate, thieves could take
+ * fibers before their first run, end them where they started, and leave
+ * none suspended on worker 0 to move: an ASan run on a slow machine took
+ * all 2000 while worker 0 was spawning them, and the hog waited for a move
+ * that could not come. The last worker held sends worker 0 its fibers. */
+static void gate(void *arg)
+{
+        (void)arg;
+        if (atomic_fetch_add(&G.gated, 1) + 1 == 3 && pc_spawn_on(0, mig_spawn, NULL) != 0)
+                abort();
+        while (atomic_load(&G.first_runs) < MIG_FIBERS)
+                sched_yield();
+}
+
+static void mig_main(void *arg)
+{
+        (void)arg;
+        for (unsigned w = 1; w < 4; w++)
+                if (pc_spawn_on(w, gate, NULL) != 0)
+                        abort();
 }
 
 static void run_migration(enum pc_mode mode, bool sticky)
