@@ -270,10 +270,10 @@ struct pc_shard_stats {
  * Copy worker @w's counters into @out. Each counter is exact but they are
  * not read at one instant; a message counts as sent once its ring slot is
  * published (at most 64 messages, or a quarter of a smaller ring, or one
- * iteration after pc_submit()) or it
- * joins the overflow list. The ring counter only grows when a doorbell bit
- * (or a ring left non-empty by the previous poll) points at a ring: a ring
- * stays watched for up to 256 empty polls after its last message, and once
+ * iteration after pc_submit()) or it joins the overflow list. The ring
+ * counter only grows when a doorbell bit (or a ring left non-empty by the
+ * previous poll) points at a ring: a ring stays watched for up to 256
+ * empty polls after its last message, and once
  * traffic has stopped for that long an idle poll inspects no ring, whatever
  * the number of workers.
  * Errors: -EINVAL (NULL, no worker @w), -ENODEV. Any thread.
