@@ -48,6 +48,9 @@ struct knet *pc__knet_get(struct pc_runtime *rt, bool create)
                 k->kw[i]->k = k;
                 k->kw[i]->id = i;
                 k->kw[i]->w = rt->workers[i];
+                /* Not serving until its ring is up: no connection is handed
+                 * to it meanwhile. */
+                atomic_init(&k->kw[i]->load, KNET_LOAD_OFF);
         }
         k->module.arg = k;
         k->module.destroy = knet_destroy;
@@ -95,7 +98,8 @@ int pc_knet_configure(struct pc_runtime *rt, const struct pc_knet_opts *o)
             v.ring_entries < 8 || v.ring_entries > 32768 ||
             v.recv_bufs > KNET_RECV_BUFS_MAX || (v.recv_bufs & (v.recv_bufs - 1)) ||
             (uint64_t)v.recv_bufs * v.rbuf > (1u << 30) ||
-            (v.flags & ~(PC_KNET_SINGLE_RECV | PC_KNET_NO_DEFER | PC_KNET_EFD_SLEEP)))
+            (v.flags & ~(PC_KNET_SINGLE_RECV | PC_KNET_NO_DEFER | PC_KNET_EFD_SLEEP |
+                         PC_KNET_NO_BALANCE)))
                 return -EINVAL;
         k->opts = v;
         return 0;
@@ -411,6 +415,10 @@ static void knet_worker_start(struct pc_worker *w, void *arg)
                 }
                 kw->poller_ok = true;
         }
+        if (!kw->serving) {
+                atomic_fetch_sub_explicit(&kw->load, KNET_LOAD_OFF, memory_order_relaxed);
+                kw->serving = true;
+        }
         pc__tcp_worker_start(kw);
         pc__udp_worker_start(kw);
         if (io_uring_sq_ready(&kw->ring))
@@ -438,6 +446,10 @@ static void knet_worker_stop(struct pc_worker *w, void *arg)
         if (!kw->ring_ok)
                 return;
         kw->quiescing = true;
+        if (kw->serving) {
+                atomic_fetch_add_explicit(&kw->load, KNET_LOAD_OFF, memory_order_relaxed);
+                kw->serving = false;
+        }
         pc__tcp_flush_sends(kw); /* arms nothing now: the next run sends */
         sqe = pc__knet_sqe(kw);
         if (sqe) {
@@ -507,6 +519,7 @@ static void read_stats(const struct kstats *s, struct pc_knet_stats *o, bool add
 #define RD(f) atomic_load_explicit(&s->f, memory_order_relaxed)
         struct pc_knet_stats v = {
                 .accepted = RD(accepted),
+                .handed_off = RD(handed_off),
                 .refused = RD(refused),
                 .accept_errors = RD(accept_errors),
                 .closed = RD(closed),
@@ -569,19 +582,19 @@ void pc_knet_stats_print(const struct pc_runtime *rt, FILE *f)
 {
         struct pc_knet_stats s;
 
-        fprintf(f, "%-6s %10s %8s %8s %8s %8s %12s %12s %8s %10s %10s %8s %8s %8s %5s %5s %8s\n",
-                "worker", "accepted", "refused", "errors", "closed", "resets", "bytes_in",
+        fprintf(f, "%-6s %10s %8s %8s %8s %8s %8s %12s %12s %8s %10s %10s %8s %8s %8s %5s %5s %8s\n",
+                "worker", "accepted", "handed", "refused", "errors", "closed", "resets", "bytes_in",
                 "bytes_out", "backpr", "udp_rx", "udp_tx", "mshot", "nobufs", "writable",
                 "defer", "rsleep", "rpaused");
         for (unsigned i = 0; i < pc_runtime_workers(rt); i++) {
                 if (pc_knet_stats(rt, (int)i, &s))
                         return;
                 fprintf(f,
-                        "%-6u %10" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64
+                        "%-6u %10" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64
                         " %12" PRIu64 " %12" PRIu64 " %8" PRIu64 " %10" PRIu64 " %10" PRIu64
                         " %8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %5" PRIu64 " %5" PRIu64
                         " %8" PRIu64 "\n",
-                        i, s.accepted, s.refused, s.accept_errors, s.closed, s.resets,
+                        i, s.accepted, s.handed_off, s.refused, s.accept_errors, s.closed, s.resets,
                         s.bytes_in, s.bytes_out, s.backpressure, s.udp_rx, s.udp_tx,
                         s.recv_multishot, s.recv_nobufs, s.writable, s.rings_deferred,
                         s.rings_sleeping, s.read_paused);
@@ -599,6 +612,8 @@ static void knet_metrics(struct pc_runtime *rt, struct pc__prom *p, void *arg)
 #define F(n, t, f, h) {"percore_knet_" n, t, h, offsetof(struct pc_knet_stats, f)}
                 F("accepted_total", "counter", accepted,
                   "TCP connections accepted and served."),
+                F("handed_off_total", "counter", handed_off,
+                  "Connections accepted here and handed to a less loaded worker."),
                 F("refused_total", "counter", refused,
                   "Connections accepted and closed at max_conns."),
                 F("accept_errors_total", "counter", accept_errors, "Accept failures."),

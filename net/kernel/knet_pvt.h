@@ -47,8 +47,10 @@ enum ktag {
 };
 #define KTAG_MASK 7u
 
+#define KNET_LOAD_OFF (1u << 30)
+
 struct kstats {
-        _Atomic uint64_t accepted, refused, accept_errors, closed, resets, conns;
+        _Atomic uint64_t accepted, handed_off, refused, accept_errors, closed, resets, conns;
         _Atomic uint64_t bytes_in, bytes_out, backpressure, send_refused, out_max;
         _Atomic uint64_t udp_rx, udp_tx, udp_drops;
         _Atomic uint64_t recv_multishot, recv_nobufs, writable, rings_deferred, rings_sleeping;
@@ -170,6 +172,11 @@ struct kworker {
         bool efd_sleep, wake_armed, wake_failed;
         struct io_uring ring;
         unsigned nconns;
+        /* nconns plus the connections handed to this worker and not yet
+         * taken, plus KNET_LOAD_OFF while it is not @serving (no ring):
+         * what the other workers' accepts compare (balancing). */
+        _Atomic unsigned load;
+        bool serving;
         struct pc_conn *conns;
         struct pc_conn *zombies; /* closed, their fibers still running */
         /* Connections with output to hand over, in the order they queued

@@ -79,6 +79,15 @@ extern "C" {
  * in the ring saves two system calls per sleep. */
 #define PC_KNET_EFD_SLEEP (1u << 2)
 
+/** pc_knet_opts.flags: keep each accepted connection on the worker whose
+ * SO_REUSEPORT listener took it. By default a worker that holds more
+ * connections than the least loaded one hands the new connection to that
+ * worker (one pc_spawn_on() task, where its on_accept then runs), so 64
+ * connections land 32/32 on two workers rather than as the kernel's hash
+ * of their ports falls (40/24 is common); Seastar and memcached balance
+ * the same way. */
+#define PC_KNET_NO_BALANCE (1u << 3)
+
 /** Options of the kernel backend; zero fields take the defaults named. */
 struct pc_knet_opts {
         unsigned max_conns; /**< open connections per worker (4096); at the
@@ -92,7 +101,8 @@ struct pc_knet_opts {
         unsigned recv_bufs; /**< provided buffers per worker (512), a power of
                                  two up to 32768; recv_bufs * rbuf <= 1 GiB */
         unsigned flags;     /**< PC_KNET_SINGLE_RECV, PC_KNET_NO_DEFER,
-                                 PC_KNET_EFD_SLEEP, or-ed, or 0 */
+                                 PC_KNET_EFD_SLEEP, PC_KNET_NO_BALANCE,
+                                 or-ed, or 0 */
 };
 
 /**
@@ -111,7 +121,9 @@ int pc_knet_configure(struct pc_runtime *rt, const struct pc_knet_opts *opts);
 
 /**
  * Listen on @addr:@port (IPv4 dotted quad; @port 0 picks a free port, the
- * same on every worker) with one SO_REUSEPORT socket per worker.
+ * same on every worker) with one SO_REUSEPORT socket per worker; a worker
+ * holding more connections than another hands it the new one (see
+ * PC_KNET_NO_BALANCE), and the callbacks run on the worker that serves it.
  * Errors: -EINVAL, -EADDRINUSE, -EBUSY (runtime running), -ENOMEM,
  * -EMFILE/-ENFILE (out of file descriptors), or another -errno of
  * socket()/bind()/listen(); on error no socket stays open. The thread that created @rt, before
@@ -134,8 +146,9 @@ int pc_tcp_connect(const char *addr, uint16_t port, const struct pc_tcp_callback
 
 /**
  * Listen like pc_tcp_listen(), but serve each accepted connection by
- * running fn(c, @arg) in a fiber of its own on the accepting worker
- * (sticky: it never moves, in elastic mode either). The handler reads and
+ * running fn(c, @arg) in a fiber of its own on the worker that serves it
+ * (pc_tcp_listen() says which; sticky: it never moves, in elastic mode
+ * either). The handler reads and
  * writes with pc_conn_read() / pc_conn_write(), and may use every other
  * pc_conn_* call and any fiber call (awaits, sleeps). The connection
  * stays open after the peer's EOF until fn returns (pc_conn_linger), then
@@ -190,7 +203,10 @@ int pc_kudp_send(struct pc_kudp *s, const struct pc_udp_peer *to, uint16_t sport
 
 /** One worker's counters (or the sum over workers). */
 struct pc_knet_stats {
-        uint64_t accepted;      /**< connections accepted and served */
+        uint64_t accepted;      /**< connections accepted and served here
+                                     (those handed here included) */
+        uint64_t handed_off;    /**< connections this worker's listener took
+                                     and handed to a less loaded worker */
         uint64_t refused;       /**< accepted and closed at max_conns */
         uint64_t accept_errors; /**< accept failures (EMFILE, ENFILE, ENOMEM) */
         uint64_t closed;        /**< connections closed (any cause) */

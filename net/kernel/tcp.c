@@ -61,6 +61,7 @@ static void conn_free(struct pc_conn *c)
                 c->next->prev = c->prev;
         close(c->fd);
         kw->nconns--;
+        atomic_fetch_sub_explicit(&kw->load, 1, memory_order_relaxed);
         kinc(&kw->st.conns, (uint64_t)-1);
         kinc(&kw->st.closed, 1);
         if (c->open && c->cb->on_close)
@@ -504,6 +505,7 @@ static struct pc_conn *conn_new(struct kworker *kw, int fd, const struct pc_tcp_
                 kw->conns->prev = c;
         kw->conns = c;
         kw->nconns++;
+        atomic_fetch_add_explicit(&kw->load, 1, memory_order_relaxed);
         kinc(&kw->st.conns, 1);
         return c;
 }
@@ -545,25 +547,96 @@ static void accept_retry(struct pc_timer *t, void *arg)
         arm_accept(arg);
 }
 
+/* Serve @fd, accepted by @l's socket, on @kw. */
+static void conn_take(struct kworker *kw, struct pc_tcp_listener *l, int fd)
+{
+        struct pc_conn *c;
+
+        if (kw->nconns >= kw->k->opts.max_conns || !kw->ring_ok) {
+                /* Refuse cleanly: the peer sees an orderly close. */
+                close(fd);
+                kinc(&kw->st.refused, 1);
+        } else if ((c = conn_new(kw, fd, l->cb, l->arg)) == NULL) {
+                close(fd);
+                kinc(&kw->st.accept_errors, 1);
+        } else {
+                kinc(&kw->st.accepted, 1);
+                conn_opened(c);
+        }
+}
+
+/* A connection on its way from the worker whose listener accepted it to
+ * the least loaded one. */
+struct handoff {
+        struct pc_tcp_listener *l;
+        int fd;
+};
+
+static void handoff_run(void *arg)
+{
+        struct handoff *h = arg;
+        struct kworker *kw = pc__knet_self();
+
+        if (kw == NULL) { /* cannot happen: sent to a worker of this runtime */
+                close(h->fd);
+        } else {
+                conn_take(kw, h->l, h->fd);
+                /* Its place, reserved by the sender, is now in nconns. */
+                atomic_fetch_sub_explicit(&kw->load, 1, memory_order_relaxed);
+        }
+        free(h);
+}
+
+/*
+ * The kernel's SO_REUSEPORT hash spreads connections as their ports fall:
+ * 64 of them land 40/24 on two workers as often as not, and the busier
+ * worker's clients wait. A worker holding more connections than the least
+ * loaded one hands it the new connection (reserving its place first, so
+ * that accepts on several workers at once do not all pick the same one).
+ * Returns false where the connection stays here.
+ */
+static bool hand_off(struct kworker *kw, struct pc_tcp_listener *l, int fd)
+{
+        struct knet *k = kw->k;
+        unsigned n = k->rt->nworkers, best = kw->id;
+        unsigned least = atomic_load_explicit(&kw->load, memory_order_relaxed);
+        struct handoff *h;
+
+        if (n < 2 || (k->opts.flags & PC_KNET_NO_BALANCE))
+                return false;
+        for (unsigned i = 0; i < n; i++) {
+                unsigned ld;
+
+                ld = atomic_load_explicit(&k->kw[i]->load, memory_order_relaxed);
+                if (ld < least) {
+                        least = ld;
+                        best = i;
+                }
+        }
+        if (best == kw->id || (h = malloc(sizeof(*h))) == NULL)
+                return false;
+        h->l = l;
+        h->fd = fd;
+        atomic_fetch_add_explicit(&k->kw[best]->load, 1, memory_order_relaxed);
+        if (pc_spawn_on(best, handoff_run, h)) {
+                /* Out of memory: serve it here. */
+                atomic_fetch_sub_explicit(&k->kw[best]->load, 1, memory_order_relaxed);
+                free(h);
+                return false;
+        }
+        kinc(&kw->st.handed_off, 1);
+        return true;
+}
+
 static void on_accept(struct klsock *ls, int res, unsigned flags)
 {
         struct kworker *kw = ls->kw;
-        struct pc_conn *c;
 
         if (!(flags & IORING_CQE_F_MORE))
                 ls->armed = false;
         if (res >= 0) {
-                if (kw->nconns >= kw->k->opts.max_conns) {
-                        /* Refuse cleanly: the peer sees an orderly close. */
-                        close(res);
-                        kinc(&kw->st.refused, 1);
-                } else if ((c = conn_new(kw, res, ls->l->cb, ls->l->arg)) == NULL) {
-                        close(res);
-                        kinc(&kw->st.accept_errors, 1);
-                } else {
-                        kinc(&kw->st.accepted, 1);
-                        conn_opened(c);
-                }
+                if (!hand_off(kw, ls->l, res))
+                        conn_take(kw, ls->l, res);
         } else if (res != -ECANCELED) {
                 kinc(&kw->st.accept_errors, 1);
         }

@@ -512,6 +512,92 @@ static void test_many_clients(void **state)
         pc_runtime_destroy(s.rt);
 }
 
+/* ---- connections balanced over the workers ------------------------------- */
+
+#define BAL_WORKERS 4
+#define BAL_CONNS 200
+
+struct bal {
+        uint16_t port;
+        struct pc_runtime *rt;
+        struct pc_knet_stats held[BAL_WORKERS]; /* with every connection open */
+};
+
+static bool all_open(const struct pc_knet_stats *st, void *arg)
+{
+        (void)arg;
+        return st->conns == BAL_CONNS;
+}
+
+static bool none_open(const struct pc_knet_stats *st, void *arg)
+{
+        (void)arg;
+        return st->conns == 0 && st->closed == BAL_CONNS;
+}
+
+/* Open every connection, note where each worker stands, close them all. */
+static void *bal_client(void *arg)
+{
+        struct bal *b = arg;
+        int fds[BAL_CONNS];
+        unsigned n = 0;
+
+        for (; n < BAL_CONNS; n++) {
+                fds[n] = tcp_client(b->port, false);
+                if (!CHECK(fds[n] >= 0))
+                        break;
+        }
+        if (n == BAL_CONNS && CHECK(wait_for(b->rt, all_open, NULL)))
+                for (int w = 0; w < BAL_WORKERS; w++)
+                        CHECK(pc_knet_stats(b->rt, w, &b->held[w]) == 0);
+        for (unsigned i = 0; i < n; i++)
+                close(fds[i]);
+        CHECK(wait_for(b->rt, none_open, NULL));
+        return NULL;
+}
+
+/*
+ * The kernel's SO_REUSEPORT hash puts each of 200 connections on one of 4
+ * listeners at random (50 +- 6 a worker); balancing hands a connection on
+ * from a worker that holds more than another, so each worker ends with
+ * 50 +- 2. With PC_KNET_NO_BALANCE nothing is handed on. Every connection
+ * is served exactly once either way: accepted counts it where it is served.
+ */
+static void test_accept_balance(void **state)
+{
+        struct pc_knet_opts o = {.flags = recv_flags(state)};
+        bool balance = !(o.flags & PC_KNET_NO_BALANCE);
+        uint64_t accepted = 0, handed = 0;
+        struct bal b = {0};
+        struct srv s;
+
+        raise_nofile();
+        srv_create(&s, BAL_WORKERS, &o);
+        b.port = s.port;
+        b.rt = s.rt;
+        srv_run(&s, bal_client, &b);
+        for (int w = 0; w < BAL_WORKERS; w++) {
+                struct pc_knet_stats ws;
+
+                assert_int_equal(pc_knet_stats(s.rt, w, &ws), 0);
+                accepted += ws.accepted;
+                handed += ws.handed_off;
+                assert_int_equal(b.held[w].accepted, ws.accepted);
+                if (balance) {
+                        assert_in_range(b.held[w].conns, BAL_CONNS / BAL_WORKERS - 2,
+                                        BAL_CONNS / BAL_WORKERS + 2);
+                }
+        }
+        assert_int_equal(accepted, BAL_CONNS);
+        assert_int_equal(atomic_load(&opens), BAL_CONNS);
+        assert_int_equal(atomic_load(&wrong_worker), 0);
+        if (!balance)
+                assert_int_equal(handed, 0);
+        pc_runtime_destroy(s.rt);
+}
+
+static const unsigned no_balance = PC_KNET_NO_BALANCE;
+
 /* ---- a client that stops reading ------------------------------------------- */
 
 #define SLOW_CAP (256u << 10)
@@ -1875,6 +1961,9 @@ int main(void)
                 cmocka_unit_test_prestate(test_many_clients, (void *)&fibers_only),
                 cmocka_unit_test_prestate(test_many_clients, (void *)&fibers_single),
                 cmocka_unit_test_prestate(test_many_clients, (void *)&fibers_elastic),
+                cmocka_unit_test(test_accept_balance),
+                cmocka_unit_test_prestate(test_accept_balance, (void *)&no_balance),
+                cmocka_unit_test_prestate(test_accept_balance, (void *)&fibers_only),
                 cmocka_unit_test(test_slow_reader),
                 cmocka_unit_test_prestate(test_slow_reader, (void *)&fibers_only),
                 cmocka_unit_test_prestate(test_slow_reader, (void *)&fibers_single),
