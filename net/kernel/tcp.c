@@ -505,7 +505,6 @@ static struct pc_conn *conn_new(struct kworker *kw, int fd, const struct pc_tcp_
                 kw->conns->prev = c;
         kw->conns = c;
         kw->nconns++;
-        atomic_fetch_add_explicit(&kw->load, 1, memory_order_relaxed);
         kinc(&kw->st.conns, 1);
         return c;
 }
@@ -547,7 +546,8 @@ static void accept_retry(struct pc_timer *t, void *arg)
         arm_accept(arg);
 }
 
-/* Serve @fd, accepted by @l's socket, on @kw. */
+/* Serve @fd, accepted by @l's socket, on @kw, whose load already counts
+ * it (reserve_place()). */
 static void conn_take(struct kworker *kw, struct pc_tcp_listener *l, int fd)
 {
         struct pc_conn *c;
@@ -556,9 +556,11 @@ static void conn_take(struct kworker *kw, struct pc_tcp_listener *l, int fd)
                 /* Refuse cleanly: the peer sees an orderly close. */
                 close(fd);
                 kinc(&kw->st.refused, 1);
+                atomic_fetch_sub_explicit(&kw->load, 1, memory_order_relaxed);
         } else if ((c = conn_new(kw, fd, l->cb, l->arg)) == NULL) {
                 close(fd);
                 kinc(&kw->st.accept_errors, 1);
+                atomic_fetch_sub_explicit(&kw->load, 1, memory_order_relaxed);
         } else {
                 kinc(&kw->st.accepted, 1);
                 conn_opened(c);
@@ -577,55 +579,73 @@ static void handoff_run(void *arg)
         struct handoff *h = arg;
         struct kworker *kw = pc__knet_self();
 
-        if (kw == NULL) { /* cannot happen: sent to a worker of this runtime */
+        if (kw == NULL) /* cannot happen: sent to a worker of this runtime */
                 close(h->fd);
-        } else {
+        else
                 conn_take(kw, h->l, h->fd);
-                /* Its place, reserved by the sender, is now in nconns. */
-                atomic_fetch_sub_explicit(&kw->load, 1, memory_order_relaxed);
-        }
         free(h);
 }
 
 /*
  * The kernel's SO_REUSEPORT hash spreads connections as their ports fall:
  * 64 of them land 40/24 on two workers as often as not, and the busier
- * worker's clients wait. A worker holding more connections than the least
- * loaded one hands it the new connection (reserving its place first, so
- * that accepts on several workers at once do not all pick the same one).
- * Returns false where the connection stays here.
+ * worker's clients wait. So each accepted connection goes to the least
+ * loaded worker, this one on a tie: its place there is taken by a
+ * compare-and-swap on the load just read, so accepts on several workers
+ * at once cannot all pick the same one, and loads never drift more than
+ * one apart while connections only open. Returns the worker, its load
+ * already counting the connection.
  */
-static bool hand_off(struct kworker *kw, struct pc_tcp_listener *l, int fd)
+static unsigned reserve_place(struct kworker *kw)
 {
         struct knet *k = kw->k;
-        unsigned n = k->rt->nworkers, best = kw->id;
-        unsigned least = atomic_load_explicit(&kw->load, memory_order_relaxed);
+        unsigned n = k->rt->nworkers;
+
+        if (n < 2 || (k->opts.flags & PC_KNET_NO_BALANCE)) {
+                atomic_fetch_add_explicit(&kw->load, 1, memory_order_relaxed);
+                return kw->id;
+        }
+        for (;;) {
+                unsigned best = kw->id;
+                unsigned least = atomic_load_explicit(&kw->load, memory_order_relaxed);
+
+                for (unsigned i = 0; i < n; i++) {
+                        unsigned ld = atomic_load_explicit(&k->kw[i]->load, memory_order_relaxed);
+
+                        if (ld < least) {
+                                least = ld;
+                                best = i;
+                        }
+                }
+                if (atomic_compare_exchange_weak_explicit(&k->kw[best]->load, &least, least + 1,
+                                                          memory_order_relaxed,
+                                                          memory_order_relaxed))
+                        return best;
+        }
+}
+
+/* Serve @fd here or hand it to the worker reserve_place() picks. */
+static void place_conn(struct kworker *kw, struct pc_tcp_listener *l, int fd)
+{
+        unsigned to = reserve_place(kw);
         struct handoff *h;
 
-        if (n < 2 || (k->opts.flags & PC_KNET_NO_BALANCE))
-                return false;
-        for (unsigned i = 0; i < n; i++) {
-                unsigned ld;
-
-                ld = atomic_load_explicit(&k->kw[i]->load, memory_order_relaxed);
-                if (ld < least) {
-                        least = ld;
-                        best = i;
+        if (to != kw->id) {
+                h = malloc(sizeof(*h));
+                if (h) {
+                        h->l = l;
+                        h->fd = fd;
+                        if (pc_spawn_on(to, handoff_run, h) == 0) {
+                                kinc(&kw->st.handed_off, 1);
+                                return;
+                        }
+                        free(h);
                 }
+                /* Out of memory: serve it here after all. */
+                atomic_fetch_sub_explicit(&kw->k->kw[to]->load, 1, memory_order_relaxed);
+                atomic_fetch_add_explicit(&kw->load, 1, memory_order_relaxed);
         }
-        if (best == kw->id || (h = malloc(sizeof(*h))) == NULL)
-                return false;
-        h->l = l;
-        h->fd = fd;
-        atomic_fetch_add_explicit(&k->kw[best]->load, 1, memory_order_relaxed);
-        if (pc_spawn_on(best, handoff_run, h)) {
-                /* Out of memory: serve it here. */
-                atomic_fetch_sub_explicit(&k->kw[best]->load, 1, memory_order_relaxed);
-                free(h);
-                return false;
-        }
-        kinc(&kw->st.handed_off, 1);
-        return true;
+        conn_take(kw, l, fd);
 }
 
 static void on_accept(struct klsock *ls, int res, unsigned flags)
@@ -634,12 +654,10 @@ static void on_accept(struct klsock *ls, int res, unsigned flags)
 
         if (!(flags & IORING_CQE_F_MORE))
                 ls->armed = false;
-        if (res >= 0) {
-                if (!hand_off(kw, ls->l, res))
-                        conn_take(kw, ls->l, res);
-        } else if (res != -ECANCELED) {
+        if (res >= 0)
+                place_conn(kw, ls->l, res);
+        else if (res != -ECANCELED)
                 kinc(&kw->st.accept_errors, 1);
-        }
         if (!ls->armed) {
                 /* Out of descriptors or memory: retrying at once would spin
                  * on the same failure, so wait a little. */
@@ -786,6 +804,7 @@ int pc_tcp_connect(const char *addr, uint16_t port, const struct pc_tcp_callback
                 close(fd);
                 return -ENOMEM;
         }
+        atomic_fetch_add_explicit(&kw->load, 1, memory_order_relaxed);
         c->peer = sa;
         sqe = pc__knet_sqe(kw);
         if (sqe == NULL) {
