@@ -48,9 +48,7 @@ struct knet *pc__knet_get(struct pc_runtime *rt, bool create)
                 k->kw[i]->k = k;
                 k->kw[i]->id = i;
                 k->kw[i]->w = rt->workers[i];
-                /* Not serving until its ring is up: no connection is handed
-                 * to it meanwhile. */
-                atomic_init(&k->kw[i]->load, KNET_LOAD_OFF);
+                atomic_init(&k->kw[i]->load, 0);
         }
         k->module.arg = k;
         k->module.destroy = knet_destroy;
@@ -376,6 +374,15 @@ static int ring_create(struct kworker *kw)
         return rc;
 }
 
+/* No ring on this worker this run: the others hand it no connection. */
+static void load_off(struct kworker *kw)
+{
+        if (!kw->load_off) {
+                atomic_fetch_add_explicit(&kw->load, KNET_LOAD_OFF, memory_order_relaxed);
+                kw->load_off = true;
+        }
+}
+
 /* On each worker's thread, on every run: a new ring (owned by this run's
  * thread), the poller the first time, then the listeners, connections and
  * UDP sockets. */
@@ -390,6 +397,7 @@ static void knet_worker_start(struct pc_worker *w, void *arg)
                 rc = ring_create(kw);
                 if (rc) {
                         pc_log(PC_LOG_ERROR, "worker %u: io_uring: %s", w->id, pc_strerror(rc));
+                        load_off(kw);
                         return;
                 }
                 kw->efd_sleep = k->opts.flags & PC_KNET_EFD_SLEEP;
@@ -399,6 +407,7 @@ static void knet_worker_start(struct pc_worker *w, void *arg)
                         pc_log(PC_LOG_ERROR, "worker %u: io_uring eventfd: %s", w->id,
                                pc_strerror(rc));
                         io_uring_queue_exit(&kw->ring);
+                        load_off(kw);
                         return;
                 }
                 atomic_store_explicit(&kw->st.rings_sleeping, kw->efd_sleep ? 0 : 1,
@@ -415,9 +424,9 @@ static void knet_worker_start(struct pc_worker *w, void *arg)
                 }
                 kw->poller_ok = true;
         }
-        if (!kw->serving) {
+        if (kw->load_off) {
                 atomic_fetch_sub_explicit(&kw->load, KNET_LOAD_OFF, memory_order_relaxed);
-                kw->serving = true;
+                kw->load_off = false;
         }
         pc__tcp_worker_start(kw);
         pc__udp_worker_start(kw);
@@ -446,10 +455,6 @@ static void knet_worker_stop(struct pc_worker *w, void *arg)
         if (!kw->ring_ok)
                 return;
         kw->quiescing = true;
-        if (kw->serving) {
-                atomic_fetch_add_explicit(&kw->load, KNET_LOAD_OFF, memory_order_relaxed);
-                kw->serving = false;
-        }
         pc__tcp_flush_sends(kw); /* arms nothing now: the next run sends */
         sqe = pc__knet_sqe(kw);
         if (sqe) {

@@ -173,10 +173,10 @@ struct kworker {
         struct io_uring ring;
         unsigned nconns;
         /* nconns plus the connections handed to this worker and not yet
-         * taken, plus KNET_LOAD_OFF while it is not @serving (no ring):
+         * taken, plus KNET_LOAD_OFF while @load_off (its ring failed):
          * what the other workers' accepts compare (balancing). */
         _Atomic unsigned load;
-        bool serving;
+        bool load_off;
         struct pc_conn *conns;
         struct pc_conn *zombies; /* closed, their fibers still running */
         /* Connections with output to hand over, in the order they queued
