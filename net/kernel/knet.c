@@ -587,20 +587,21 @@ void pc_knet_stats_print(const struct pc_runtime *rt, FILE *f)
 {
         struct pc_knet_stats s;
 
-        fprintf(f, "%-6s %10s %8s %8s %8s %8s %8s %12s %12s %8s %10s %10s %8s %8s %8s %5s %5s %8s\n",
-                "worker", "accepted", "handed", "refused", "errors", "closed", "resets", "bytes_in",
-                "bytes_out", "backpr", "udp_rx", "udp_tx", "mshot", "nobufs", "writable",
-                "defer", "rsleep", "rpaused");
+        fprintf(f,
+                "%-6s %10s %8s %8s %8s %8s %8s %12s %12s %8s %10s %10s %8s %8s %8s %5s %5s %8s\n",
+                "worker", "accepted", "handed", "refused", "errors", "closed", "resets",
+                "bytes_in", "bytes_out", "backpr", "udp_rx", "udp_tx", "mshot", "nobufs",
+                "writable", "defer", "rsleep", "rpaused");
         for (unsigned i = 0; i < pc_runtime_workers(rt); i++) {
                 if (pc_knet_stats(rt, (int)i, &s))
                         return;
                 fprintf(f,
-                        "%-6u %10" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64
-                        " %12" PRIu64 " %12" PRIu64 " %8" PRIu64 " %10" PRIu64 " %10" PRIu64
-                        " %8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %5" PRIu64 " %5" PRIu64
-                        " %8" PRIu64 "\n",
-                        i, s.accepted, s.handed_off, s.refused, s.accept_errors, s.closed, s.resets,
-                        s.bytes_in, s.bytes_out, s.backpressure, s.udp_rx, s.udp_tx,
+                        "%-6u %10" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64
+                        " %8" PRIu64 " %12" PRIu64 " %12" PRIu64 " %8" PRIu64 " %10" PRIu64
+                        " %10" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %5" PRIu64
+                        " %5" PRIu64 " %8" PRIu64 "\n",
+                        i, s.accepted, s.handed_off, s.refused, s.accept_errors, s.closed,
+                        s.resets, s.bytes_in, s.bytes_out, s.backpressure, s.udp_rx, s.udp_tx,
                         s.recv_multishot, s.recv_nobufs, s.writable, s.rings_deferred,
                         s.rings_sleeping, s.read_paused);
         }

@@ -550,26 +550,25 @@ static void accept_retry(struct pc_timer *t, void *arg)
  * it (reserve_place()). */
 static void conn_take(struct kworker *kw, struct pc_tcp_listener *l, int fd)
 {
-        struct pc_conn *c;
+        bool room = kw->nconns < kw->k->opts.max_conns && kw->ring_ok;
+        struct pc_conn *c = room ? conn_new(kw, fd, l->cb, l->arg) : NULL;
 
-        if (kw->nconns >= kw->k->opts.max_conns || !kw->ring_ok) {
-                /* Refuse cleanly: the peer sees an orderly close. */
-                close(fd);
-                kinc(&kw->st.refused, 1);
-                atomic_fetch_sub_explicit(&kw->load, 1, memory_order_relaxed);
-        } else if ((c = conn_new(kw, fd, l->cb, l->arg)) == NULL) {
-                close(fd);
-                kinc(&kw->st.accept_errors, 1);
-                atomic_fetch_sub_explicit(&kw->load, 1, memory_order_relaxed);
-        } else {
+        if (c) {
                 kinc(&kw->st.accepted, 1);
                 conn_opened(c);
+                return;
         }
+        /* At the limit the peer sees an orderly close; else out of memory. */
+        kinc(room ? &kw->st.accept_errors : &kw->st.refused, 1);
+        close(fd);
+        atomic_fetch_sub_explicit(&kw->load, 1, memory_order_relaxed);
 }
 
 /* A connection on its way from the worker whose listener accepted it to
  * the least loaded one. */
 struct handoff {
+        struct pc_task task; /* sticky: a thief in elastic mode leaves it */
+        struct kworker *to;
         struct pc_tcp_listener *l;
         int fd;
 };
@@ -577,12 +576,8 @@ struct handoff {
 static void handoff_run(void *arg)
 {
         struct handoff *h = arg;
-        struct kworker *kw = pc__knet_self();
 
-        if (kw == NULL) /* cannot happen: sent to a worker of this runtime */
-                close(h->fd);
-        else
-                conn_take(kw, h->l, h->fd);
+        conn_take(h->to, h->l, h->fd);
         free(h);
 }
 
@@ -633,13 +628,17 @@ static void place_conn(struct kworker *kw, struct pc_tcp_listener *l, int fd)
         if (to != kw->id) {
                 h = malloc(sizeof(*h));
                 if (h) {
+                        h->to = kw->k->kw[to];
                         h->l = l;
                         h->fd = fd;
-                        if (pc_spawn_on(to, handoff_run, h) == 0) {
-                                kinc(&kw->st.handed_off, 1);
-                                return;
-                        }
-                        free(h);
+                        /* Not pc_spawn_on(): its task takes the mode's
+                         * default, and elastic mode lets another worker
+                         * steal it, so the connection would not be served
+                         * where its place was reserved. */
+                        pc_task_init(&h->task, handoff_run, h, PC_STICKY);
+                        pc__spawn_to(kw->w, to, &h->task);
+                        kinc(&kw->st.handed_off, 1);
+                        return;
                 }
                 /* Out of memory: serve it here after all. */
                 atomic_fetch_sub_explicit(&kw->k->kw[to]->load, 1, memory_order_relaxed);

@@ -597,6 +597,8 @@ static void test_accept_balance(void **state)
 }
 
 static const unsigned no_balance = PC_KNET_NO_BALANCE;
+/* Elastic mode: a thief must leave a handed-off connection to its worker. */
+static const unsigned elastic_only = T_ELASTIC;
 
 /* ---- a client that stops reading ------------------------------------------- */
 
@@ -1964,6 +1966,8 @@ int main(void)
                 cmocka_unit_test(test_accept_balance),
                 cmocka_unit_test_prestate(test_accept_balance, (void *)&no_balance),
                 cmocka_unit_test_prestate(test_accept_balance, (void *)&fibers_only),
+                cmocka_unit_test_prestate(test_accept_balance, (void *)&elastic_only),
+                cmocka_unit_test_prestate(test_accept_balance, (void *)&fibers_elastic),
                 cmocka_unit_test(test_slow_reader),
                 cmocka_unit_test_prestate(test_slow_reader, (void *)&fibers_only),
                 cmocka_unit_test_prestate(test_slow_reader, (void *)&fibers_single),
