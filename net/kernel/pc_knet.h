@@ -82,7 +82,7 @@ extern "C" {
 /** pc_knet_opts.flags: keep each accepted connection on the worker whose
  * SO_REUSEPORT listener took it. By default a worker that holds more
  * connections than the least loaded one hands the new connection to that
- * worker (one pc_spawn_on() task, where its on_accept then runs), so 64
+ * worker (one sticky task, where its on_accept then runs), so 64
  * connections land 32/32 on two workers rather than as the kernel's hash
  * of their ports falls (40/24 is common); Seastar and memcached balance
  * the same way. */

@@ -567,7 +567,6 @@ static void conn_take(struct kworker *kw, struct pc_tcp_listener *l, int fd)
 /* A connection on its way from the worker whose listener accepted it to
  * the least loaded one. */
 struct handoff {
-        struct pc_task task; /* sticky: a thief in elastic mode leaves it */
         struct kworker *to;
         struct pc_tcp_listener *l;
         int fd;
@@ -623,22 +622,23 @@ static unsigned reserve_place(struct kworker *kw)
 static void place_conn(struct kworker *kw, struct pc_tcp_listener *l, int fd)
 {
         unsigned to = reserve_place(kw);
-        struct handoff *h;
 
         if (to != kw->id) {
-                h = malloc(sizeof(*h));
+                /* Sticky: in elastic mode a thief would otherwise serve it
+                 * on a worker other than the one whose load counts it. */
+                const struct pc_spawn_opts o = {
+                        .affinity = PC_STICKY, .place = PC_SPAWN_WORKER, .worker = to};
+                struct handoff *h = malloc(sizeof(*h));
+
                 if (h) {
                         h->to = kw->k->kw[to];
                         h->l = l;
                         h->fd = fd;
-                        /* Not pc_spawn_on(): its task takes the mode's
-                         * default, and elastic mode lets another worker
-                         * steal it, so the connection would not be served
-                         * where its place was reserved. */
-                        pc_task_init(&h->task, handoff_run, h, PC_STICKY);
-                        pc__spawn_to(kw->w, to, &h->task);
-                        kinc(&kw->st.handed_off, 1);
-                        return;
+                        if (pc_spawn_ex(handoff_run, h, &o) >= 0) {
+                                kinc(&kw->st.handed_off, 1);
+                                return;
+                        }
+                        free(h);
                 }
                 /* Out of memory: serve it here after all. */
                 atomic_fetch_sub_explicit(&kw->k->kw[to]->load, 1, memory_order_relaxed);
