@@ -295,9 +295,12 @@ void pc_task_init(struct pc_task *t, pc_task_fn fn, void *arg, unsigned flags);
 int pc_spawn(pc_task_fn fn, void *arg);
 
 /**
- * Queue fn(arg) on worker @worker; it runs there and nowhere else. To the
- * calling worker itself this is pc_spawn(). Tasks one worker sends to
- * another run in the order they were sent.
+ * Queue fn(arg) on worker @worker. In thread-per-core mode it runs there
+ * and nowhere else; in elastic mode, like any task of the mode's default
+ * affinity, an idle worker may steal it (pc_spawn_ex() with PC_STICKY and
+ * PC_SPAWN_WORKER keeps it there). To the calling worker itself this is
+ * pc_spawn(). Tasks one worker sends to another run in the order they
+ * were sent.
  * Errors: -EINVAL (fn NULL or no such worker), -ENOMEM, -EPERM off-worker.
  * Worker only.
  */
