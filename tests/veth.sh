@@ -23,6 +23,45 @@ veth_up() {
 		{ echo "ethtool -K $v1 tx off failed"; return 1; }
 }
 
+# veth_bridged_up NS BR V0 V1 ADDR/LEN: as veth_up, but V0 and V1 are not
+# one pair: each pairs with an end in a third namespace BR (V0b, V1b),
+# joined there by a bridge, a switch between the two. Frames that
+# nftables drops in BR's bridge family are lost on the wire, as a lossy
+# link loses them: a drop in NS's own output hook would instead be a
+# local send error to NS's kernel, which gives up a half-open connection
+# whose SYN-ACK it could not resend (reqsk_timer_handler drops the request
+# when the retransmission fails), and the peer's next segment then meets a
+# reset that no network would cause. Returns non-zero, saying which step
+# failed, on error.
+veth_bridged_up() {
+	local ns=$1 br=$2 v0=$3 v1=$4 addr=$5
+	veth_bridged_down "$ns" "$br" "$v0"
+	ip netns add "$ns" && ip netns add "$br" || { echo "ip netns add failed"; return 1; }
+	ip link add "$v0" type veth peer name "${v0}b" &&
+		ip link add "$v1" type veth peer name "${v1}b" || { echo "veth failed"; return 1; }
+	ip link set "$v1" netns "$ns" && ip link set "${v0}b" netns "$br" &&
+		ip link set "${v1}b" netns "$br" || { echo "moving the veth ends failed"; return 1; }
+	ip -n "$br" link add pc_br type bridge &&
+		ip -n "$br" link set "${v0}b" master pc_br &&
+		ip -n "$br" link set "${v1}b" master pc_br || { echo "bridge in $br failed"; return 1; }
+	sysctl -qw "net.ipv6.conf.$v0.disable_ipv6=1" 2>/dev/null
+	ip netns exec "$br" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 2>/dev/null
+	ip link set "$v0" up && ip -n "$br" link set "${v0}b" up &&
+		ip -n "$br" link set "${v1}b" up && ip -n "$br" link set pc_br up ||
+		{ echo "links up failed"; return 1; }
+	ip -n "$ns" addr add "$addr" dev "$v1" || { echo "address failed"; return 1; }
+	ip -n "$ns" link set "$v1" up || { echo "$v1 up failed"; return 1; }
+	ip -n "$ns" link set lo up
+	ip netns exec "$ns" ethtool -K "$v1" tx off >/dev/null ||
+		{ echo "ethtool -K $v1 tx off failed"; return 1; }
+}
+
+# veth_bridged_down NS BR V0: remove both namespaces and V0 (quietly).
+veth_bridged_down() {
+	ip netns del "$2" 2>/dev/null
+	veth_down "$1" "$3"
+}
+
 # veth_down NS V0: remove the namespace and the pair (quietly if absent).
 veth_down() {
 	ip netns del "$1" 2>/dev/null
