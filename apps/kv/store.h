@@ -189,6 +189,10 @@ void kv_store_flush(struct kv_store *s, int64_t delay);
  *  ones come in, as memcached does. */
 void kv_store_set_cap(struct kv_store *s, size_t mem_cap);
 
+/** Bytes of freed item memory the store keeps for its next items (not in
+ *  its stats' bytes; at most 1 MiB, or an eighth of a smaller cap). */
+size_t kv_store_cached_bytes(const struct kv_store *s);
+
 /** Copy the counters. */
 void kv_store_stats(const struct kv_store *s, struct kv_store_stats *out);
 

@@ -359,6 +359,80 @@ static void test_many_keys(void **state)
         kv_store_destroy(s);
 }
 
+/* A value of @n bytes for key @i, version @v: every byte depends on all
+ * three, so a chunk reused with stale bytes shows. */
+static void fill_value(char *b, size_t n, unsigned i, unsigned v)
+{
+        for (size_t j = 0; j < n; j++)
+                b[j] = (char)('!' + (j * 7 + i * 13 + v * 29) % 90);
+}
+
+/* Freed items' chunks are reused by later items of their size class,
+ * every value reads back byte-exact, and what the store keeps is bounded:
+ * 1 MiB, an eighth of a small cap, trimmed when the cap shrinks, nothing
+ * for items past the largest class. */
+static void test_chunk_reuse(void **state)
+{
+        enum { N = 2000, MAXV = 3000 };
+        struct kv_store *s = mk(64u << 20);
+        static char val[20000];
+        char key[32];
+        size_t before;
+
+        (void)state;
+        for (unsigned v = 0; v < 3; v++) {
+                for (unsigned i = 0; i < N; i++) {
+                        size_t n = (i * 37u + v * 101u) % MAXV + 1;
+
+                        snprintf(key, sizeof(key), "k%u", i);
+                        fill_value(val, n, i, v);
+                        assert_int_equal(kv_store_update(s, KV_SET, key, strlen(key), 0, 0, val, n,
+                                                         0, 0),
+                                         KV_STORED);
+                }
+                for (unsigned i = 0; i < N; i++) {
+                        size_t n = (i * 37u + v * 101u) % MAXV + 1;
+                        const struct kv_item *it;
+
+                        snprintf(key, sizeof(key), "k%u", i);
+                        fill_value(val, n, i, v);
+                        it = kv_store_get(s, key, strlen(key));
+                        assert_non_null(it);
+                        assert_int_equal(it->vlen, n);
+                        assert_memory_equal(kv_item_value(it), val, n);
+                }
+                /* Overwrites of other sizes freed chunks into the lists. */
+                if (v > 0)
+                        assert_true(kv_store_cached_bytes(s) > 0);
+        }
+        kv_store_flush(s, 0); /* ~3 MB of items freed */
+        assert_true(kv_store_cached_bytes(s) > (1u << 20) - 16384);
+        assert_true(kv_store_cached_bytes(s) <= 1u << 20);
+        /* The largest items are not kept. */
+        before = kv_store_cached_bytes(s);
+        kv_store_set_cap(s, 64u << 20);
+        fill_value(val, sizeof(val), 1, 1);
+        assert_int_equal(kv_store_update(s, KV_SET, "big", 3, 0, 0, val, sizeof(val), 0, 0),
+                         KV_STORED);
+        assert_int_equal(kv_store_delete(s, "big", 3, 0), KV_DELETED);
+        assert_int_equal(kv_store_cached_bytes(s), before);
+        /* A smaller cap keeps at most an eighth of it. */
+        kv_store_set_cap(s, 64u << 10);
+        assert_true(kv_store_cached_bytes(s) <= (64u << 10) / 8);
+        kv_store_destroy(s);
+
+        s = mk(64u << 10);
+        for (unsigned i = 0; i < 40; i++) {
+                snprintf(key, sizeof(key), "s%u", i);
+                fill_value(val, 1000, i, 0);
+                kv_store_update(s, KV_SET, key, strlen(key), 0, 0, val, 1000, 0, 0);
+        }
+        kv_store_flush(s, 0);
+        assert_true(kv_store_cached_bytes(s) > 0);
+        assert_true(kv_store_cached_bytes(s) <= (64u << 10) / 8);
+        kv_store_destroy(s);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -366,6 +440,7 @@ int main(void)
                 cmocka_unit_test(test_arith),    cmocka_unit_test(test_expiry),
                 cmocka_unit_test(test_flush),    cmocka_unit_test(test_lru_eviction),
                 cmocka_unit_test(test_meta_items), cmocka_unit_test(test_many_keys),
+                cmocka_unit_test(test_chunk_reuse),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
