@@ -1,5 +1,17 @@
 # Shared by the netns tests (sourced, not run).
-#
+
+# veth_far_end NS V1 ADDR/LEN: the kernel's end V1, already in NS: its
+# address, up (with NS's loopback), and finishing its own checksums (see
+# veth_up). Returns non-zero, saying which step failed, on error.
+veth_far_end() {
+	local ns=$1 v1=$2 addr=$3
+	ip -n "$ns" addr add "$addr" dev "$v1" || { echo "address failed"; return 1; }
+	ip -n "$ns" link set "$v1" up || { echo "$v1 up failed"; return 1; }
+	ip -n "$ns" link set lo up
+	ip netns exec "$ns" ethtool -K "$v1" tx off >/dev/null ||
+		{ echo "ethtool -K $v1 tx off failed"; return 1; }
+}
+
 # veth_up NS V0 V1 ADDR/LEN: a veth pair, V0 left in this namespace up and
 # without an address (for DPDK's af_packet), V1 moved into a new namespace
 # NS, up, with ADDR/LEN. Stale ones of the same names are removed first.
@@ -16,11 +28,7 @@ veth_up() {
 	ip link set "$v1" netns "$ns" || { echo "moving $v1 failed"; return 1; }
 	sysctl -qw "net.ipv6.conf.$v0.disable_ipv6=1" 2>/dev/null
 	ip link set "$v0" up || { echo "$v0 up failed"; return 1; }
-	ip -n "$ns" addr add "$addr" dev "$v1" || { echo "address failed"; return 1; }
-	ip -n "$ns" link set "$v1" up || { echo "$v1 up failed"; return 1; }
-	ip -n "$ns" link set lo up
-	ip netns exec "$ns" ethtool -K "$v1" tx off >/dev/null ||
-		{ echo "ethtool -K $v1 tx off failed"; return 1; }
+	veth_far_end "$ns" "$v1" "$addr"
 }
 
 # veth_bridged_up NS BR V0 V1 ADDR/LEN: as veth_up, but V0 and V1 are not
@@ -49,11 +57,7 @@ veth_bridged_up() {
 	ip link set "$v0" up && ip -n "$br" link set "${v0}b" up &&
 		ip -n "$br" link set "${v1}b" up && ip -n "$br" link set pc_br up ||
 		{ echo "links up failed"; return 1; }
-	ip -n "$ns" addr add "$addr" dev "$v1" || { echo "address failed"; return 1; }
-	ip -n "$ns" link set "$v1" up || { echo "$v1 up failed"; return 1; }
-	ip -n "$ns" link set lo up
-	ip netns exec "$ns" ethtool -K "$v1" tx off >/dev/null ||
-		{ echo "ethtool -K $v1 tx off failed"; return 1; }
+	veth_far_end "$ns" "$v1" "$addr"
 }
 
 # veth_bridged_down NS BR V0: remove both namespaces and V0 (quietly).
