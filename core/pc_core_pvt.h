@@ -159,6 +159,7 @@ struct pc_worker {
         unsigned idle_clock; /* idle iterations since the clock was last read */
         unsigned busy_clock; /* busy iterations in a row, for their clock reads */
         bool last_busy;
+        bool woke_queued; /* this pass skipped the clock for tasks an idle spell queued */
         bool stop_seen;
         bool quiet_published;
         bool elastic;    /* elastic mode: stealable queue in use */
