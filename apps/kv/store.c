@@ -100,6 +100,19 @@ static void chunk_put(struct kv_store *s, struct kv_item *it)
         s->cached += (size_t)c * CHUNK_ALIGN;
 }
 
+/* Free kept chunks, the largest first, until at most @keep bytes stay. */
+static void chunks_trim(struct kv_store *s, size_t keep)
+{
+        for (unsigned c = CHUNK_CLASSES; c > 0 && s->cached > keep; c--)
+                while (s->free_chunks[c - 1] && s->cached > keep) {
+                        struct chunk *k = s->free_chunks[c - 1];
+
+                        s->free_chunks[c - 1] = k->next;
+                        s->cached -= (size_t)c * CHUNK_ALIGN;
+                        free(k);
+                }
+}
+
 size_t kv_store_cached_bytes(const struct kv_store *s)
 {
         return s->cached;
@@ -142,13 +155,7 @@ void kv_store_destroy(struct kv_store *s)
                 next = it->lnext;
                 free(it);
         }
-        for (unsigned c = 0; c < CHUNK_CLASSES; c++)
-                while (s->free_chunks[c]) {
-                        struct chunk *k = s->free_chunks[c];
-
-                        s->free_chunks[c] = k->next;
-                        free(k);
-                }
+        chunks_trim(s, 0);
         free(s->table);
         free(s);
 }
@@ -172,15 +179,7 @@ void kv_store_set_cap(struct kv_store *s, size_t mem_cap)
 {
         s->mem_cap = mem_cap;
         s->st.limit_maxbytes = mem_cap;
-        /* A smaller cap keeps fewer free chunks: give back the excess. */
-        for (unsigned c = CHUNK_CLASSES; c > 0 && s->cached > chunk_cache_cap(s); c--)
-                while (s->free_chunks[c - 1] && s->cached > chunk_cache_cap(s)) {
-                        struct chunk *k = s->free_chunks[c - 1];
-
-                        s->free_chunks[c - 1] = k->next;
-                        s->cached -= (size_t)c * CHUNK_ALIGN;
-                        free(k);
-                }
+        chunks_trim(s, chunk_cache_cap(s)); /* a smaller cap keeps fewer */
 }
 
 void kv_store_stats(const struct kv_store *s, struct kv_store_stats *out)

@@ -1,18 +1,16 @@
 #!/usr/bin/env bash
-# percore's TCP against Linux's, over a veth pair: percore's side is DPDK's
+# percore's TCP against Linux's, over veth pairs and a bridge: percore's side is DPDK's
 # af_packet PMD on pc_k_v0 (root namespace, no kernel address) at
 # 10.80.0.1 with two workers; the kernel's side pc_k_v1 in namespace
 # pc_k_ns at 10.80.0.2 runs an echo server; a bridge in namespace pc_k_br
 # joins the two (veth_bridged_up). percore connects to the server
 # (dtcp_client: CONNS connections at once, split and large writes) and
-# checks every byte. Then again with loss on the kernel's side: nftables
+# checks every byte. Then again with loss between the two: nftables
 # on the bridge drops 3 % of the TCP segments each way (`numgen random
 # mod 100 < 3`; this kernel has no netem), and every byte must still
 # arrive once, in order. The loss is on the bridge, not in pc_k_ns's own
-# output hook: there a drop is a send error to the server's kernel, which
-# then abandons a half-open connection whose SYN-ACK retransmission
-# "failed", and resets our next segment (one connection in ~3000 failed
-# that way: ECONNRESET after 0 bytes). (The kernel connecting to percore
+# hooks, for the reason veth_bridged_up gives (it made this test reset
+# about one connection in 3000). (The kernel connecting to percore
 # is apps-dpdk-netns, through pc-echo.) The namespaces and veths are
 # removed on every exit, and stale ones at start.
 set -uo pipefail
