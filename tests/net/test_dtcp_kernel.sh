@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# percore's TCP against Linux's, over veth pairs and a bridge: percore's side is DPDK's
-# af_packet PMD on pc_k_v0 (root namespace, no kernel address) at
+# percore's TCP against Linux's, over veth pairs and a bridge: percore's
+# side is DPDK's af_packet PMD on pc_k_v0 (root namespace, no kernel address) at
 # 10.80.0.1 with two workers; the kernel's side pc_k_v1 in namespace
 # pc_k_ns at 10.80.0.2 runs an echo server; a bridge in namespace pc_k_br
 # joins the two (veth_bridged_up). percore connects to the server
