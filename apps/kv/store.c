@@ -317,12 +317,21 @@ static struct kv_item *find(struct kv_store *s, const char *key, size_t klen, in
         return NULL;
 }
 
+/*
+ * A use of @it: marked active, not moved. Moving a read item to the LRU's
+ * head writes its two neighbours and the old head, three lines nobody
+ * else wants (a store of random keys misses on each); the flag is in the
+ * item's own line, which the read has in cache already. The eviction scan
+ * gives an active item at the tail a second chance instead (clears the
+ * flag, moves it to the head), as memcached's LRU maintainer moves an
+ * ACTIVE item on rather than evicting it: an item used since it last
+ * passed the tail is never the one evicted while an unused one is there.
+ */
 static void bump(struct kv_store *s, struct kv_item *it)
 {
-        if (s->lru_head != it) {
-                lru_unlink(s, it);
-                lru_push(s, it);
-        }
+        (void)s;
+        if (!(it->iflags & KV_IT_ACTIVE))
+                it->iflags |= KV_IT_ACTIVE;
 }
 
 /*
@@ -373,8 +382,17 @@ static void install(struct kv_store *s, struct kv_item *old, struct kv_item *it)
                 unlink_item(s, old);
         while (s->lru_tail && s->st.bytes + need > s->mem_cap) {
                 struct kv_item *victim = s->lru_tail;
+                bool live = is_live(s, victim, kv_store_now(s));
 
-                if (is_live(s, victim, kv_store_now(s)))
+                /* Each item passes here at most once per use (the flag
+                 * goes), so the scan ends. */
+                if (live && (victim->iflags & KV_IT_ACTIVE)) {
+                        victim->iflags &= (uint8_t)~KV_IT_ACTIVE;
+                        lru_unlink(s, victim);
+                        lru_push(s, victim);
+                        continue;
+                }
+                if (live)
                         s->st.evictions++;
                 unlink_item(s, victim);
         }

@@ -21,6 +21,7 @@
 #define KV_IT_STALE 0x04      /**< invalidated (md I, ms I): mg answers X */
 #define KV_IT_WIN_SENT 0x08   /**< a recache win (W) went out: later readers get Z */
 #define KV_IT_KEY_BINARY 0x10 /**< stored with a base64 key: mg k answers in base64 */
+#define KV_IT_ACTIVE 0x20     /**< used since it last passed the LRU's tail: a second chance */
 
 /** An item: header, then the key, then the value (no "\r\n"). */
 struct kv_item {
@@ -161,7 +162,8 @@ enum kv_store_rc kv_store_arith(struct kv_store *s, const char *key, size_t klen
 /** @exptime (memcached's form) as an absolute time: 0 never, -1 already. */
 int64_t kv_store_abs_exptime(const struct kv_store *s, int64_t exptime);
 
-/** A read: the LRU bump, KV_IT_FETCHED on the first, atime on later ones. */
+/** A read: KV_IT_ACTIVE (the LRU's second chance), KV_IT_FETCHED on the
+ *  first, atime on later ones. */
 void kv_store_read(struct kv_store *s, const struct kv_item *it);
 
 /** A new @exptime (memcached's form, as for touch). */

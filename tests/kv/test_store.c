@@ -269,6 +269,49 @@ static void test_lru_eviction(void **state)
         kv_store_destroy(s);
 }
 
+/* Reads do not move items; the eviction scan gives one read since its
+ * last pass a second chance, once. kv_store_peek() looks without reading. */
+static void test_lru_second_chance(void **state)
+{
+        size_t one = kv_store_item_size(1, 100);
+        struct kv_store *s = mk(one * 4);
+        struct kv_store_stats st;
+        char val[101];
+
+        (void)state;
+        memset(val, 'v', 100);
+        val[100] = 0;
+        for (const char *k = "abcd"; *k; k++)
+                assert_int_equal(set(s, KV_SET, (char[]){*k, 0}, val, 0, 0), KV_STORED);
+        assert_true(has(s, "b", NULL)); /* b: active */
+        assert_int_equal(set(s, KV_SET, "e", val, 0, 0), KV_STORED); /* a goes */
+        assert_int_equal(set(s, KV_SET, "f", val, 0, 0), KV_STORED); /* b moves, c goes */
+        assert_null(kv_store_peek(s, "a", 1));
+        assert_non_null(kv_store_peek(s, "b", 1));
+        assert_null(kv_store_peek(s, "c", 1));
+        /* Oldest first now: d, e, b (its chance used), f. */
+        assert_int_equal(set(s, KV_SET, "g", val, 0, 0), KV_STORED);
+        assert_int_equal(set(s, KV_SET, "h", val, 0, 0), KV_STORED);
+        assert_non_null(kv_store_peek(s, "b", 1));
+        assert_int_equal(set(s, KV_SET, "i", val, 0, 0), KV_STORED);
+        assert_null(kv_store_peek(s, "b", 1)); /* unread since its chance */
+        kv_store_stats(s, &st);
+        assert_int_equal(st.evictions, 5);
+        assert_int_equal(st.curr_items, 4);
+        /* Every item active: the scan moves each once, then evicts the
+         * oldest (f), and a read item that is set again stays put. */
+        for (const char *k = "fghi"; *k; k++)
+                assert_true(has(s, (char[]){*k, 0}, NULL));
+        assert_int_equal(set(s, KV_SET, "j", val, 0, 0), KV_STORED);
+        assert_null(kv_store_peek(s, "f", 1));
+        for (const char *k = "ghij"; *k; k++)
+                assert_non_null(kv_store_peek(s, (char[]){*k, 0}, 1));
+        kv_store_stats(s, &st);
+        assert_int_equal(st.evictions, 6);
+        assert_true(st.bytes <= one * 4);
+        kv_store_destroy(s);
+}
+
 /* What the meta commands read and set on an item: h's fetched bit, l's
  * access time (moved by every read after the first, as memcached's
  * segmented LRU in whole seconds), base64 keys (not kept by an append, as memcached), stale sets. */
@@ -286,11 +329,11 @@ static void test_meta_items(void **state)
         assert_int_equal(it->iflags, 0);
         fake_now += 5;
         assert_non_null(kv_store_get(s, "k", 1));
-        assert_int_equal(it->iflags, KV_IT_FETCHED);
+        assert_int_equal(it->iflags, KV_IT_FETCHED | KV_IT_ACTIVE);
         assert_int_equal(it->atime, stored);
         fake_now += 5;
         kv_store_read(s, it);
-        assert_int_equal(it->iflags, KV_IT_FETCHED);
+        assert_int_equal(it->iflags, KV_IT_FETCHED | KV_IT_ACTIVE);
         assert_int_equal(it->atime, fake_now);
         fake_now += 5;
         kv_store_read(s, it);
@@ -304,7 +347,7 @@ static void test_meta_items(void **state)
         kv_store_recas(s, it);
         assert_true(it->cas > cas);
         kv_store_set_iflags(s, it, KV_IT_STALE | KV_IT_WIN_SENT, KV_IT_FETCHED);
-        assert_int_equal(it->iflags, KV_IT_STALE | KV_IT_WIN_SENT);
+        assert_int_equal(it->iflags, KV_IT_STALE | KV_IT_WIN_SENT | KV_IT_ACTIVE);
 
         assert_int_equal(kv_store_update(s, KV_SET, "b", 1, 0, 0, "x", 1, 0, KV_W_KEY_BINARY),
                          KV_STORED);
@@ -439,6 +482,7 @@ int main(void)
                 cmocka_unit_test(test_commands), cmocka_unit_test(test_cas),
                 cmocka_unit_test(test_arith),    cmocka_unit_test(test_expiry),
                 cmocka_unit_test(test_flush),    cmocka_unit_test(test_lru_eviction),
+                cmocka_unit_test(test_lru_second_chance),
                 cmocka_unit_test(test_meta_items), cmocka_unit_test(test_many_keys),
                 cmocka_unit_test(test_chunk_reuse),
         };
