@@ -30,6 +30,14 @@ enum fwd_mode { FWD_IO, FWD_MAC, FWD_MACSWAP };
 static const char *const mode_names[] = {"io", "mac", "macswap"};
 
 #define FWD_PREFETCH 4 /* packets ahead whose header we prefetch */
+/* Full bursts a port's poller takes per loop pass. A forwarder has nothing
+ * else to run, so it spreads the loop's own cost (the other pollers, the
+ * clock, the timers) over 16 bursts, not the library's 4: io mode on
+ * net_null went from 49.4 to 50.5 Mpps (medians of 5 and 8 bench runs,
+ * each alternating with dpdk-testpmd; the ratio's median 1.00x to 1.01x).
+ * 16 x 32 frames of one port take ~10 us at that rate before the other
+ * port is looked at. */
+#define FWD_RX_BURSTS 16
 
 struct stream {
         struct pc_port *dst;
@@ -101,7 +109,7 @@ static void usage(FILE *f)
 {
         fprintf(f,
                 "usage: pc-fwd [--eal ARGS] [--ports A[,B]] [--mode io|mac|macswap]\n"
-                "              [--duration S] [--burst N] [--mbufs N] [--help]\n"
+                "              [--duration S] [--burst N] [--rx-bursts N] [--mbufs N] [--help]\n"
                 "Forwards between ports A and B (default 0,1; one port forwards to itself)\n"
                 "on every worker's own queues until --duration passes or SIGINT/SIGTERM.\n"
                 "  --eal ARGS      DPDK EAL arguments (or PERCORE_EAL_ARGS, which wins)\n"
@@ -110,6 +118,8 @@ static void usage(FILE *f)
                 "                  to 02:00:00:00:00:<tx port>; macswap: swap src and dst\n"
                 "  --duration S    seconds (default: until a signal)\n"
                 "  --burst N       RX burst / TX buffer, 1..256 (default 32)\n"
+                "  --rx-bursts N   full bursts a port's poller takes per loop pass, 1..64\n"
+                "                  (default 16)\n"
                 "  --mbufs N       mbufs in the pool (default: sized to the ports)\n"
                 "Workers, CPUs and the rest: PERCORE_* variables (see README).\n");
 }
@@ -122,12 +132,13 @@ int main(int argc, char **argv)
                 {"mode", required_argument, NULL, 'm'},
                 {"duration", required_argument, NULL, 'd'},
                 {"burst", required_argument, NULL, 'b'},
+                {"rx-bursts", required_argument, NULL, 'r'},
                 {"mbufs", required_argument, NULL, 'n'},
                 {"help", no_argument, NULL, 'h'},
                 {NULL, 0, NULL, 0},
         };
         struct pc_config cfg;
-        struct pc_port_opts po = {0};
+        struct pc_port_opts po = {.rx_bursts = FWD_RX_BURSTS};
         struct pc_port *ports[2] = {NULL, NULL};
         const char *names[2] = {"0", "1"};
         char portarg[256];
@@ -189,6 +200,14 @@ int main(int argc, char **argv)
                                 return 2;
                         }
                         po.burst = (uint16_t)v;
+                        break;
+                case 'r':
+                        if (app_parse_uint(optarg, 1, 64, &v)) {
+                                fprintf(stderr, "pc-fwd: --rx-bursts '%s': expected 1..64\n",
+                                        optarg);
+                                return 2;
+                        }
+                        po.rx_bursts = (uint16_t)v;
                         break;
                 case 'n':
                         if (app_parse_uint(optarg, 1024, 1u << 26, &v)) {

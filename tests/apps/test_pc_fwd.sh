@@ -9,7 +9,8 @@
 #    order, on the same worker's queue of the peer port, byte for byte what
 #    the mode makes of it (mac: dst 02:00:00:00:00:<TX port>, src the TX
 #    port's MAC; macswap: the two swapped; io: unchanged), and pc-fwd's
-#    counters are exactly those frames, queue by queue;
+#    counters are exactly those frames, queue by queue; io also with 1
+#    and with 64 RX bursts a loop pass;
 #  - a net_ring port looping to itself starts and stops cleanly;
 #  - bad flags exit 2.
 set -uo pipefail
@@ -89,6 +90,7 @@ PY
 # run that would otherwise hang.
 pcap_run() {
 	local name=$1 mode=$2 nports=$3 eal="$eal_base --file-prefix pc_fwd_t_pcap_$1" ports
+	local extra=("${@:4}")
 	local p q pid rc=0 want got
 	for ((p = 0; p < nports; p++)); do
 		eal+=" --vdev net_pcap$p"
@@ -97,7 +99,8 @@ pcap_run() {
 	done
 	ports=net_pcap0
 	[ "$nports" = 2 ] && ports=net_pcap0,net_pcap1
-	"$fwd" --eal "$eal" --ports "$ports" --mode "$mode" >"$tmp/$name.log" 2>&1 &
+	"$fwd" --eal "$eal" --ports "$ports" --mode "$mode" ${extra[@]+"${extra[@]}"} \
+		>"$tmp/$name.log" 2>&1 &
 	pid=$!
 	# A frame keeps its length, so every output file ends up as long as
 	# the input file of the same queue of the peer port (24-byte header,
@@ -185,6 +188,9 @@ pcap_run io io 2
 pcap_run mac mac 2
 pcap_run macswap macswap 2
 pcap_run mac1 mac 1
+# One burst a pass and the most: the same frames, in the same order.
+pcap_run io_rb1 io 2 --rx-bursts 1
+pcap_run io_rb64 io 2 --rx-bursts 64
 
 out=$("$fwd" --eal "$eal_base --file-prefix pc_fwd_t_ring --vdev net_ring0" --ports net_ring0 \
 	--duration 0.3 2>&1)
@@ -192,7 +198,8 @@ out=$("$fwd" --eal "$eal_base --file-prefix pc_fwd_t_ring --vdev net_ring0" --po
 grep -q '^pc-fwd: total rx=0 ' <<<"$out" && echo "ok ring: starts, stops" ||
 	{ echo "FAIL ring"; echo "$out"; fail=1; }
 
-for bad in "--mode nope" "--duration -1" "--burst 0" "--ports ,1" "--frobnicate" "extra"; do
+for bad in "--mode nope" "--duration -1" "--burst 0" "--rx-bursts 0" "--rx-bursts 65" \
+	"--ports ,1" "--frobnicate" "extra"; do
 	# shellcheck disable=SC2086
 	"$fwd" --eal "$eal_base" $bad >/dev/null 2>&1
 	rc=$?
