@@ -298,8 +298,8 @@ static void test_lru_second_chance(void **state)
         kv_store_stats(s, &st);
         assert_int_equal(st.evictions, 5);
         assert_int_equal(st.curr_items, 4);
-        /* Every item active: the scan moves each once, then evicts the
-         * oldest (f), and a read item that is set again stays put. */
+        /* Every item active: the scan moves each to the head once, in
+         * order, then evicts the oldest (f). */
         for (const char *k = "fghi"; *k; k++)
                 assert_true(has(s, (char[]){*k, 0}, NULL));
         assert_int_equal(set(s, KV_SET, "j", val, 0, 0), KV_STORED);
