@@ -327,11 +327,9 @@ static struct kv_item *find(struct kv_store *s, const char *key, size_t klen, in
  * ACTIVE item on rather than evicting it: an item used since it last
  * passed the tail is never the one evicted while an unused one is there.
  */
-static void bump(struct kv_store *s, struct kv_item *it)
+static void bump(struct kv_item *it)
 {
-        (void)s;
-        if (!(it->iflags & KV_IT_ACTIVE))
-                it->iflags |= KV_IT_ACTIVE;
+        it->iflags |= KV_IT_ACTIVE;
 }
 
 /*
@@ -349,7 +347,7 @@ static void read_item(struct kv_store *s, struct kv_item *it, int64_t now)
                 it->atime = (uint32_t)now;
         else
                 it->iflags |= KV_IT_FETCHED;
-        bump(s, it);
+        bump(it);
 }
 
 /* A new, unlinked item; its value is left for the caller to fill. */
@@ -451,7 +449,7 @@ enum kv_store_rc kv_store_update(struct kv_store *s, int mode, const char *key, 
         switch (mode) {
         case KV_ADD:
                 if (old) {
-                        bump(s, old);
+                        bump(old);
                         return KV_NOT_STORED;
                 }
                 break;
