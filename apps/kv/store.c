@@ -371,8 +371,8 @@ static struct kv_item *item_new(struct kv_store *s, const char *key, size_t klen
 }
 
 /* Put @it in place of @old (may be NULL), evicting from the LRU tail until
- * it fits under the cap. */
-static void install(struct kv_store *s, struct kv_item *old, struct kv_item *it)
+ * it fits under the cap; @now is the store's clock for this command. */
+static void install(struct kv_store *s, struct kv_item *old, struct kv_item *it, int64_t now)
 {
         size_t need = kv_store_item_size(it->klen, it->vlen);
 
@@ -380,7 +380,7 @@ static void install(struct kv_store *s, struct kv_item *old, struct kv_item *it)
                 unlink_item(s, old);
         while (s->lru_tail && s->st.bytes + need > s->mem_cap) {
                 struct kv_item *victim = s->lru_tail;
-                bool live = is_live(s, victim, kv_store_now(s));
+                bool live = is_live(s, victim, now);
 
                 /* Each item passes here at most once per use (the flag
                  * goes), so the scan ends. */
@@ -508,7 +508,7 @@ enum kv_store_rc kv_store_update(struct kv_store *s, int mode, const char *key, 
                 it->exptime = old->exptime;
                 it->iflags |= KV_IT_STALE | (old->iflags & KV_IT_WIN_SENT);
         }
-        install(s, old, it);
+        install(s, old, it, now);
         return KV_STORED;
 }
 
@@ -644,7 +644,7 @@ enum kv_store_rc kv_store_arith(struct kv_store *s, const char *key, size_t klen
                         return KV_NO_MEMORY;
                 it->exptime = old->exptime; /* and nothing of iflags, as memcached */
                 memcpy(it->data + klen, num, vlen);
-                install(s, old, it);
+                install(s, old, it, now);
         }
         if (result)
                 *result = v;
