@@ -148,18 +148,34 @@ static void emit_tcb(struct pc_tcb *c, uint32_t seq, uint8_t flags, uint32_t wnd
  * peer that already received up to SND.MAX would find SEG.SEQ below
  * RCV.NXT, take the segment for an old duplicate (RFC 9293 3.10.7.4) and
  * ignore its ACK; if both ends are retransmitting, neither ever hears the
- * other's ACKs (the livelock BSD's tcp_output() avoids the same way). */
+ * other's ACKs (the livelock BSD's tcp_output() avoids the same way).
+ * But SND.MAX may lie past the right edge of the window the peer offered:
+ * a zero-window probe's byte the peer did not take. A segment there is
+ * outside the peer's window, which at zero admits only SEG.SEQ = RCV.NXT,
+ * and its ACK is ignored; Linux (6.17 on) also drops the probe itself
+ * whole while its receive queue holds data. A peer whose window is shut
+ * because it cannot send (its buffer full of data we have but have not
+ * acknowledged) then never learns that we have it: both ends wait for
+ * ever. So past the edge the segment carries SND.UNA, where the peer's
+ * RCV.NXT is (BSD's tcp_output() likewise, in persist). */
+static uint32_t bare_seq(const struct pc_tcb *c)
+{
+        if (tcb_synced(c) && seq_gt(c->snd_max, c->snd_wl2 + c->snd_wnd))
+                return c->snd_una;
+        return c->snd_max;
+}
+
 void pc__tcb_send_ack(struct pc_tcb *c)
 {
         uint32_t wnd = pc__tcb_rcv_wnd(c);
 
-        emit_tcb(c, c->snd_max, PC_TCP_ACK, wnd, NULL, 0, 0, 0);
+        emit_tcb(c, bare_seq(c), PC_TCP_ACK, wnd, NULL, 0, 0, 0);
         ack_sent(c, wnd);
 }
 
 void pc__tcb_send_rst(struct pc_tcb *c)
 {
-        emit_tcb(c, c->snd_max, PC_TCP_RST | PC_TCP_ACK, 0, NULL, 0, 0, 0);
+        emit_tcb(c, bare_seq(c), PC_TCP_RST | PC_TCP_ACK, 0, NULL, 0, 0, 0);
 }
 
 void pc__tcp_reply_rst(struct pc_tcpe *e, uint32_t saddr, uint32_t daddr,
