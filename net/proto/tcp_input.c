@@ -277,10 +277,17 @@ static void dupack(struct pc_tcb *c)
                 pc__tcb_pending(c);
                 return;
         }
+        /* RFC 3042 (RFC 5681 3.2): the first and the second each let one
+         * new segment out beyond cwnd (tcp_output.c), which the third's
+         * ssthresh does not count. */
+        if (c->dupacks == 1)
+                c->lt_base = c->snd_max;
+        if (c->dupacks < 3)
+                pc__tcb_pending(c);
         /* RFC 6582 3.2 (1): not for what was outstanding at the last loss. */
         if (c->dupacks != 3 || !seq_gt(c->snd_una, c->recover))
                 return;
-        flight = c->snd_max - c->snd_una;
+        flight = c->lt_base - c->snd_una;
         c->ssthresh = flight / 2 > 2u * c->mss ? flight / 2 : 2u * c->mss;
         c->recover = c->snd_max;
         c->cwnd = c->ssthresh + 3u * c->mss;

@@ -297,6 +297,19 @@ static bool want_window_update(const struct pc_tcb *c)
         return cur <= c->rcv_space / 2 && wnd >= 2 * cur && wnd - cur >= c->rcv_mss;
 }
 
+/* RFC 3042 (RFC 5681 3.2 SHOULD): on the first and the second duplicate
+ * ACK outside recovery, one segment of new data each beyond cwnd, so that
+ * a loss with few segments in flight still draws the three duplicates of
+ * fast retransmit instead of waiting for the timer. Only new data: after
+ * a timeout, while SND.NXT is below SND.MAX, it adds nothing. */
+static uint32_t limited_transmit(const struct pc_tcb *c)
+{
+        if (c->dupacks == 0 || c->dupacks >= 3 || (c->flags & TF_RECOVERY) ||
+            c->snd_nxt != c->snd_max)
+                return 0;
+        return c->dupacks * (uint32_t)c->mss;
+}
+
 void pc__tcb_output(struct pc_tcb *c)
 {
         bool sent = false;
@@ -337,7 +350,8 @@ void pc__tcb_output(struct pc_tcb *c)
                 sent = true;
         }
         for (;;) {
-                uint32_t win = min_u32(c->snd_wnd, c->cwnd), off = c->snd_nxt - c->snd_una;
+                uint32_t win = min_u32(c->snd_wnd, c->cwnd + limited_transmit(c));
+                uint32_t off = c->snd_nxt - c->snd_una;
                 uint32_t usable = win > off ? win - off : 0, len;
                 bool fin;
 

@@ -110,6 +110,7 @@ struct pc_tcb {
         uint16_t mss;            /* what we send */
         uint32_t cwnd, ssthresh, recover, bytes_acked;
         unsigned dupacks;
+        uint32_t lt_base;        /* SND.MAX at the first duplicate ACK */
         uint64_t srtt, rttvar, rto;
         uint32_t rtt_seq;
         uint64_t rtt_ts;

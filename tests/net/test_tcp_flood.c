@@ -817,6 +817,48 @@ static void test_ack_in_persist_stays_in_window(void **state)
         finish();
 }
 
+static void test_limited_transmit_rfc3042(void **state)
+{
+        const struct wire_cap *k;
+        struct pc_tcb_info i;
+        struct tapp *a;
+        uint8_t data[30000];
+        uint32_t s, end;
+        size_t n0;
+
+        (void)state;
+        /* RFC 5681 3.2 and RFC 3042: the first and the second duplicate
+         * ACK each let one segment of new data out beyond cwnd; the third
+         * starts fast retransmit, and ssthresh is half of what was in
+         * flight before them (the two do not count). */
+        setup(NULL);
+        s = raw_connect(SPORT, 1000);
+        a = last_app();
+        memset(data, 'l', sizeof(data));
+        assert_int_equal(pc_tcb_send(a->c, data, sizeof(data)), 0);
+        wire_flush(&w);
+        k = wire_last(&w);
+        end = k->s.seq + (uint32_t)k->len;
+        assert_int_equal(end - (s + 1), 14600); /* IW10: cwnd is full */
+        for (uint32_t d = 1; d <= 2; d++) {
+                n0 = w.ncap;
+                assert_int_equal(inject(SPORT, 1001, s + 1, PC_TCP_ACK, NULL, 0), PC_TCP_OK);
+                assert_int_equal(w.ncap, n0 + 1);
+                k = wire_last(&w);
+                assert_int_equal(k->s.seq, end + (d - 1) * 1460);
+                assert_int_equal(k->len, 1460);
+        }
+        n0 = w.ncap;
+        assert_int_equal(inject(SPORT, 1001, s + 1, PC_TCP_ACK, NULL, 0), PC_TCP_OK);
+        assert_true(w.ncap > n0);
+        k = &w.cap[n0 % WIRE_NCAP];
+        assert_int_equal(k->s.seq, s + 1);
+        assert_int_equal(k->len, 1460);
+        pc_tcb_info(a->c, &i);
+        assert_int_equal(i.ssthresh, 14600 / 2);
+        finish();
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -838,6 +880,7 @@ int main(void)
                 cmocka_unit_test(test_garbage),
                 cmocka_unit_test(test_ack_after_rto_carries_snd_max),
                 cmocka_unit_test(test_ack_in_persist_stays_in_window),
+                cmocka_unit_test(test_limited_transmit_rfc3042),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
