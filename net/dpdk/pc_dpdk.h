@@ -231,6 +231,18 @@ int pc_port_tcp_stats(const struct pc_port *p, int queue, struct pc_tcpe_stats *
                       uint64_t *handoffs, uint64_t *arp_held, uint64_t *arp_drops);
 
 /**
+ * The TCP engine's view of @c, a connection served over DPDK (its state,
+ * sequence numbers, windows, cwnd, RTO and what it holds: pc_tcp.h's
+ * struct pc_tcb_info), as TCP_INFO is for a kernel socket. @c must not
+ * have been closed by the engine yet (its on_close not run).
+ * Errors: -EINVAL (NULL, or @c is a kernel socket's connection), -EXDEV
+ * (called on another worker), -ENOTCONN (the engine closed it).
+ * The connection's worker while the runtime runs; any thread once
+ * pc_runtime_run() returned.
+ */
+int pc_conn_dpdk_info(const struct pc_conn *c, struct pc_tcb_info *out);
+
+/**
  * The IPv4 stack as an RX handler (what a NULL opts.rx installs): handles
  * ARP, ICMP echo, bound UDP ports and TCP, drops and counts everything
  * else.

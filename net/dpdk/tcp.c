@@ -625,6 +625,21 @@ int pc__dconn_send(struct pc_conn *c, const void *data, size_t len)
         return dc->tcb ? pc_tcb_send(dc->tcb, data, len) : -EPIPE;
 }
 
+int pc_conn_dpdk_info(const struct pc_conn *c, struct pc_tcb_info *out)
+{
+        const struct pc__dconn *dc;
+
+        if (c == NULL || out == NULL || pc__net_backend(c) != PC__NET_DPDK)
+                return -EINVAL;
+        dc = dc_of(c);
+        if (pc__self && !on_owner(dc))
+                return -EXDEV;
+        if (dc->tcb == NULL)
+                return -ENOTCONN;
+        pc_tcb_info(dc->tcb, out);
+        return 0;
+}
+
 int pc__dconn_close(struct pc_conn *c)
 {
         struct pc__dconn *dc = dc_of(c);

@@ -162,6 +162,44 @@ static void watch_cb(struct pc_timer *t, void *arg)
         }
 }
 
+/* What the engine holds of an unfinished connection, for whoever reads a
+ * failed run (the runtime has stopped: any thread may ask). */
+static void print_info(const struct cli *k)
+{
+        struct pc_tcb_info i;
+        int rc = pc_conn_dpdk_info(k->c, &i);
+
+        if (rc) {
+                fprintf(stderr, "  conn %u: no engine state (%s)\n", k->id, pc_strerror(rc));
+                return;
+        }
+        fprintf(stderr,
+                "  conn %u: %s, port %u; sent: una +%u nxt +%u, window %u, cwnd %u, ssthresh %u, "
+                "rto %" PRIu64 " ms, srtt %" PRIu64 " us, %u timeouts in a row, %zu buffered; "
+                "received: nxt +%u, window %u, %zu held, %u out-of-order ranges\n",
+                k->id, pc_tcp_state_name(i.state), i.lport, i.snd_una - i.iss, i.snd_nxt - i.iss,
+                i.snd_wnd, i.cwnd, i.ssthresh, i.rto_ns / 1000000, i.srtt_ns / 1000, i.retries,
+                i.buffered, i.rcv_nxt - i.irs, i.rcv_wnd, i.held, i.ooo);
+}
+
+static void print_drops(void)
+{
+        for (int q = 0; q < NW; q++) {
+                struct pc_tcpe_stats s;
+
+                if (pc_port_tcp_stats(port, q, &s, NULL, NULL, NULL))
+                        continue;
+                fprintf(stderr, "  queue %d: %" PRIu64 " segments in, %" PRIu64 " timeouts, %" PRIu64
+                        " fast retransmits; not taken:", q, s.segs_in, s.timeouts,
+                        s.fast_retransmits);
+                for (int r = 0; r < PC_TCP_NR; r++)
+                        if (s.drops[r])
+                                fprintf(stderr, " %s %" PRIu64, pc_tcp_err_name((enum pc_tcp_err)r),
+                                        s.drops[r]);
+                fputc('\n', stderr);
+        }
+}
+
 static void client_main(void *arg)
 {
         (void)arg;
@@ -210,10 +248,15 @@ int main(int argc, char **argv)
         rc = pc_runtime_run(rt, client_main, NULL);
         for (unsigned i = 0; i < nconns; i++) {
                 expect += cli[i].total;
-                if (!cli[i].closed)
+                if (!cli[i].closed) {
                         FAIL("conn %u unfinished: sent %" PRIu64 ", echoed %" PRIu64 " of %" PRIu64,
                              i, cli[i].sent, cli[i].echoed, cli[i].total);
+                        if (cli[i].c)
+                                print_info(&cli[i]);
+                }
         }
+        if (atomic_load(&failures))
+                print_drops();
         pc_port_tcp_stats(port, -1, &st, &handoffs, &held, NULL);
         printf("dtcp_client: %u connections, %" PRIu64 " of %" PRIu64
                " bytes verified; retransmits %" PRIu64 ", hand-offs %" PRIu64

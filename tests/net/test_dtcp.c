@@ -359,7 +359,7 @@ static void cli_pump(struct cli_conn *k)
 static void cli_accept(struct pc_conn *c, void *arg)
 {
         struct cli_conn *k = arg;
-
+        struct pc_tcb_info i;
         char b[1];
 
         if (pc_conn_worker(c) != (unsigned)pc_worker_id())
@@ -370,6 +370,10 @@ static void cli_accept(struct pc_conn *c, void *arg)
                 FAIL("client %u: fiber calls off-fiber", k->id);
         if (pc_conn_buffered(c) != 0)
                 FAIL("client %u: buffered before sending", k->id);
+        /* The engine's view: open, our SYN acknowledged, nothing queued. */
+        if (pc_conn_dpdk_info(c, &i) != 0 || i.state != PC_TCP_ESTABLISHED ||
+            i.snd_una != i.iss + 1 || i.buffered != 0 || pc_conn_dpdk_info(c, NULL) != -EINVAL)
+                FAIL("client %u: pc_conn_dpdk_info", k->id);
         k->connected = true;
         cli_pump(k);
 }
