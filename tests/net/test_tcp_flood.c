@@ -73,6 +73,27 @@ static struct tapp *last_app(void)
         return &srv.apps[srv.n - 1];
 }
 
+/* A connection from the raw end with @n bytes queued on ours and the
+ * initial window (IW10, 14600 bytes) sent and not yet acknowledged.
+ * Returns our ISN; *@app is our side, *@end one past the last byte sent. */
+static uint32_t open_and_fill(size_t n, struct tapp **app, uint32_t *end)
+{
+        static uint8_t data[30000];
+        const struct wire_cap *k;
+        uint32_t s;
+
+        assert_true(n <= sizeof(data));
+        s = raw_connect(SPORT, 1000);
+        *app = last_app();
+        memset(data, 'f', n);
+        assert_int_equal(pc_tcb_send((*app)->c, data, n), 0);
+        wire_flush(&w);
+        k = wire_last(&w);
+        *end = k->s.seq + (uint32_t)k->len;
+        assert_int_equal(*end - (s + 1), 14600);
+        return s;
+}
+
 /* ---- No connection, LISTEN ------------------------------------------------ */
 
 static void test_rst_for_no_connection(void **state)
@@ -418,7 +439,6 @@ static void test_syn_sent_cases(void **state)
 
 static void test_sender_sws(void **state)
 {
-        uint8_t data[20000];
         uint32_t s, acked;
         const struct wire_cap *k;
         size_t n0;
@@ -429,14 +449,7 @@ static void test_sender_sws(void **state)
          * the largest one offered is not filled with a tiny segment; the
          * persist timer's override sends one when nothing else moves. */
         setup(NULL);
-        s = raw_connect(SPORT, 1000);
-        a = last_app();
-        memset(data, 'q', sizeof(data));
-        assert_int_equal(pc_tcb_send(a->c, data, sizeof(data)), 0);
-        wire_flush(&w);
-        k = wire_last(&w);
-        acked = k->s.seq + (uint32_t)k->len; /* IW10 went out */
-        assert_int_equal(acked - (s + 1), 14600);
+        s = open_and_fill(20000, &a, &acked); /* IW10 went out */
         /* All acknowledged, but the window is now 100 bytes (25 << 2). */
         n0 = w.ncap;
         assert_int_equal(wire_inject(&w, 0, SPORT, 80, 1001, acked, PC_TCP_ACK, 25, NULL, 0,
@@ -454,7 +467,7 @@ static void test_sender_sws(void **state)
                                      0xffff / 2 + 1, NULL, 0, NULL, 0),
                          PC_TCP_OK);
         assert_true(w.ncap > n0 + 1);
-        assert_int_equal(wire_last(&w)->s.seq + wire_last(&w)->len, s + 1 + sizeof(data));
+        assert_int_equal(wire_last(&w)->s.seq + wire_last(&w)->len, s + 1 + 20000);
         finish();
 }
 
@@ -765,7 +778,6 @@ static void test_ack_in_persist_stays_in_window(void **state)
 {
         const struct wire_cap *k = NULL;
         struct tapp *a;
-        uint8_t data[20000];
         uint32_t acked;
 
         (void)state;
@@ -777,13 +789,7 @@ static void test_ack_in_persist_stays_in_window(void **state)
          * never acknowledged (Linux 6.17 drops the probe whole too; the two
          * ends then wait for ever, seen against Linux with 3 % loss). */
         setup(NULL);
-        (void)raw_connect(SPORT, 1000);
-        a = last_app();
-        memset(data, 'z', sizeof(data));
-        assert_int_equal(pc_tcb_send(a->c, data, sizeof(data)), 0);
-        wire_flush(&w);
-        k = wire_last(&w);
-        acked = k->s.seq + (uint32_t)k->len;
+        (void)open_and_fill(20000, &a, &acked);
         assert_int_equal(wire_inject(&w, 0, SPORT, 80, 1001, acked, PC_TCP_ACK, 0, NULL, 0,
                                      NULL, 0),
                          PC_TCP_OK);
@@ -822,7 +828,6 @@ static void test_limited_transmit_rfc3042(void **state)
         const struct wire_cap *k;
         struct pc_tcb_info i;
         struct tapp *a;
-        uint8_t data[30000];
         uint32_t s, end;
         size_t n0;
 
@@ -832,14 +837,7 @@ static void test_limited_transmit_rfc3042(void **state)
          * starts fast retransmit, and ssthresh is half of what was in
          * flight before them (the two do not count). */
         setup(NULL);
-        s = raw_connect(SPORT, 1000);
-        a = last_app();
-        memset(data, 'l', sizeof(data));
-        assert_int_equal(pc_tcb_send(a->c, data, sizeof(data)), 0);
-        wire_flush(&w);
-        k = wire_last(&w);
-        end = k->s.seq + (uint32_t)k->len;
-        assert_int_equal(end - (s + 1), 14600); /* IW10: cwnd is full */
+        s = open_and_fill(30000, &a, &end); /* IW10: cwnd is full */
         for (uint32_t d = 1; d <= 2; d++) {
                 n0 = w.ncap;
                 assert_int_equal(inject(SPORT, 1001, s + 1, PC_TCP_ACK, NULL, 0), PC_TCP_OK);
