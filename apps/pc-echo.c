@@ -147,10 +147,7 @@ static void print_stats(enum backend be, void *dport)
                                t.passive_opens, t.closed, t.resets_in, t.bytes_in, t.bytes_out,
                                t.retransmits, handoffs);
                 printf("pc-echo: tcp resets_out=%" PRIu64 " drops:", t.resets_out);
-                for (int r = 1; r < PC_TCP_NR; r++)
-                        if (t.drops[r])
-                                printf(" %s=%" PRIu64, pc_tcp_err_name((enum pc_tcp_err)r),
-                                       t.drops[r]);
+                pc_tcpe_drops_print(&t, stdout);
                 printf("\n");
                 for (int r = 1; r < PC_PKT_NR; r++)
                         if (pc_port_drop_reason(dport, (enum pc_pkt_err)r))

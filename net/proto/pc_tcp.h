@@ -65,6 +65,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -261,6 +262,10 @@ struct pc_tcpe_stats {
         uint64_t mem;               /**< gauge: bytes of send and receive
                                          buffers held */
 };
+
+/** Write " reason=count" to @f for each reason @s counts a drop for, in
+ * pc_tcp_err_name()'s words (nothing when there is none). Any thread. */
+void pc_tcpe_drops_print(const struct pc_tcpe_stats *s, FILE *f);
 
 /**
  * Make an engine. @cfg may be NULL (defaults); @ops->emit is required.

@@ -12,6 +12,7 @@
  * TF_DEAD before touching anything else).
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +56,14 @@ static const char *const state_names[PC_TCP_STATE_NR] = {
 const char *pc_tcp_err_name(enum pc_tcp_err e)
 {
         return (unsigned)e < PC_TCP_NR && err_names[e] ? err_names[e] : "?";
+}
+
+void pc_tcpe_drops_print(const struct pc_tcpe_stats *s, FILE *f)
+{
+        for (int r = PC_TCP_OK + 1; r < PC_TCP_NR; r++)
+                if (s->drops[r])
+                        fprintf(f, " %s=%" PRIu64, pc_tcp_err_name((enum pc_tcp_err)r),
+                                s->drops[r]);
 }
 
 const char *pc_tcp_state_name(enum pc_tcp_state s)

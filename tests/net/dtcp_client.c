@@ -189,13 +189,11 @@ static void print_drops(void)
 
                 if (pc_port_tcp_stats(port, q, &s, NULL, NULL, NULL))
                         continue;
-                fprintf(stderr, "  queue %d: %" PRIu64 " segments in, %" PRIu64 " timeouts, %" PRIu64
+                fprintf(stderr,
+                        "  queue %d: %" PRIu64 " segments in, %" PRIu64 " timeouts, %" PRIu64
                         " fast retransmits; not taken:", q, s.segs_in, s.timeouts,
                         s.fast_retransmits);
-                for (int r = 0; r < PC_TCP_NR; r++)
-                        if (s.drops[r])
-                                fprintf(stderr, " %s %" PRIu64, pc_tcp_err_name((enum pc_tcp_err)r),
-                                        s.drops[r]);
+                pc_tcpe_drops_print(&s, stderr);
                 fputc('\n', stderr);
         }
 }

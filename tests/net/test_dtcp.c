@@ -510,10 +510,7 @@ static void test_echo_through_lossy_wire(void **state)
                                 side ? 'B' : 'A', x.conns, x.timeouts, x.retransmits,
                                 x.fast_retransmits, x.persist_probes, x.backpressure, x.tx_errors,
                                 x.ooo_segs);
-                        for (int r = 1; r < PC_TCP_NR; r++)
-                                if (x.drops[r])
-                                        fprintf(stderr, " %s=%" PRIu64, pc_tcp_err_name(r),
-                                                x.drops[r]);
+                        pc_tcpe_drops_print(&x, stderr);
                         fputc('\n', stderr);
                 }
         }

@@ -103,6 +103,20 @@ static void test_parse_malformed(void **state)
         assert_false(pc_tcp_err_malformed(PC_TCP_NO_CONN));
         for (int st = 0; st < PC_TCP_STATE_NR; st++)
                 assert_string_not_equal(pc_tcp_state_name((enum pc_tcp_state)st), "?");
+        /* The drops by reason, as the tools print them. */
+        {
+                struct pc_tcpe_stats z = {0};
+                char out[64] = {0};
+                FILE *f = fmemopen(out, sizeof(out) - 1, "w");
+
+                assert_non_null(f);
+                pc_tcpe_drops_print(&z, f);
+                z.drops[PC_TCP_CSUM] = 2;
+                z.drops[PC_TCP_WINDOW] = 7;
+                pc_tcpe_drops_print(&z, f);
+                fclose(f);
+                assert_string_equal(out, " csum=2 window=7");
+        }
 }
 
 static void test_siphash_vectors(void **state)
