@@ -10,6 +10,13 @@
  * the ring's tail is published once per reactor iteration (the poller's
  * flush), after every sw->batch messages (PC_MBOX_BATCH, 64, or a quarter
  * of a smaller ring), and when the ring fills.
+ * Between those the fast path is one comparison, the tail against a stop
+ * (restop()) set where the next thing other than a slot write is due: a
+ * batch's publication, the dirty bit after one, the one free slot it
+ * keeps, overflow, and every PC_MBOX_CLAIM request slots the claim of the
+ * next run's lines for writing (PREFETCHW, claim_lines()), so the
+ * transfers of the lines the receiver read a lap ago overlap instead of
+ * stalling the sender's stores one after another.
  * Credits are the free slots the sender knows of, cap - (tail - head_cache);
  * only when they run out does it read the receiver's head again. With no
  * credit left, messages wait in the sender's overflow list for that ring,
@@ -111,6 +118,9 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
@@ -217,6 +227,7 @@ static void publish(struct pc__shard_worker *sw, unsigned idx, struct pc__mbox_o
                 pc__shard_bump(&sw->c.sent, fresh);
         }
         o->pub = o->tail;
+        o->stop = o->tail; /* the next message sets the dirty bit (restop()) */
         o->moved = 0;
         pc__shard_bump(&sw->c.flushes, 1);
         bell_or_recheck(sw, idx, db, bit);
@@ -262,6 +273,7 @@ static void ovf_push(struct pc__shard_worker *sw, unsigned idx, struct pc__mbox_
         else
                 o->ovf_head = t;
         o->ovf_tail = t;
+        o->stop = o->tail; /* every message joins the overflow now */
         o->ovf_len++;
         pc__count_sent(sw->w, 1);
         pc__shard_bump(&sw->c.sent, 1);
@@ -372,6 +384,66 @@ static inline void req_write(struct pc__req *slot, pc_task_fn fn, void *arg)
 #endif
 }
 
+/*
+ * Claim for writing the request slots [@tail + claim, @tail + 2 * claim)
+ * (whole lines: @tail is a multiple of claim). A sender streaming into a
+ * ring writes lines the receiver read a lap ago, so each new line is a
+ * transfer from the receiver's cache, and x86 commits stores in order:
+ * without the claim, the slot store that misses holds every younger store
+ * behind it (the tail's, the next slots') and the sender stalls once its
+ * store buffer is full, a few lines' transfers in flight at most.
+ * PREFETCHW asks for the line in exclusive state without taking a
+ * store-buffer entry, so the transfers overlap and the stores hit. Only
+ * free slots are claimed (by the head the sender last read): taking a line
+ * the receiver has still to read would cost it a transfer back.
+ */
+static void claim_lines(const struct pc__shard_worker *sw, const struct pc__mbox_out *o,
+                        struct pc__req *slots, uint32_t tail)
+{
+#if defined(__x86_64__) || defined(__i386__)
+        const uint32_t per_line = PC_CACHE_LINE / sizeof(*slots);
+        uint32_t ahead = sw->claim;
+
+        if (ahead == 0 || tail % ahead != 0 || tail + 2 * ahead - o->head_cache > sw->mask)
+                return;
+        for (uint32_t i = ahead; i < 2 * ahead; i += per_line)
+                __asm__ volatile("prefetchw %0" ::"m"(slots[(tail + i) & sw->mask]));
+#else
+        (void)sw, (void)o, (void)slots, (void)tail;
+#endif
+}
+
+/*
+ * Set where the fast path of outbound ring @idx must next step aside
+ * (o->stop, a ring position): at once with overflow waiting or right after
+ * a publication (that message sets the dirty bit); else at the first of
+ * the slot the one-free rule keeps, the message that completes a batch
+ * (which publishes), and a request ring's next claim. Every bound is a
+ * position that only moves forward, and the fast path compares signed, so
+ * a stop left behind by the slow path or a burst only sends the next
+ * message here early; publish() and ovf_push() pull it back to the tail.
+ */
+static void restop(const struct pc__shard_worker *sw, unsigned idx, struct pc__mbox_out *o)
+{
+        uint32_t t = o->tail;
+        int32_t d, b;
+
+        if (o->ovf_head != NULL || t == o->pub) {
+                o->stop = t;
+                return;
+        }
+        d = (int32_t)(o->head_cache + sw->mask - t);
+        b = (int32_t)(o->pub + sw->batch - 1 - t);
+        if (b < d)
+                d = b;
+        if (idx % 2 == MBOX_REQ && sw->claim) {
+                b = (int32_t)(sw->claim - t % sw->claim);
+                if (b < d)
+                        d = b;
+        }
+        o->stop = t + (uint32_t)(d > 0 ? d : 0);
+}
+
 /* mbox_send()'s way out, kept out of line so the fast path builds no
  * message on its stack. */
 static __attribute__((noinline)) int send_slow_msg(struct pc__shard_worker *sw, unsigned idx,
@@ -382,6 +454,40 @@ static __attribute__((noinline)) int send_slow_msg(struct pc__shard_worker *sw, 
         struct pc__msg m = {.fn = fn, .arg = arg, .node = node, .done_arg = done_arg};
 
         return send_slow(sw, idx, &m, NULL, spare);
+}
+
+/* mbox_send() at o->stop: everything the fast path leaves out (overflow
+ * or a ring full by what the sender knows, the batch's publication, the
+ * dirty bit, the claim), then a new stop. */
+static __attribute__((noinline)) int send_edge(struct pc__shard_worker *sw, unsigned idx,
+                                               union pc__msg_fn fn, void *arg,
+                                               struct pc_task *node, void *done_arg,
+                                               struct pc_task **spare)
+{
+        struct pc__mbox_out *o = &sw->out[idx];
+        uint32_t tail = o->tail;
+        int rc = 0;
+
+        if (o->ovf_head != NULL || tail - o->head_cache >= sw->mask) {
+                rc = send_slow_msg(sw, idx, fn, arg, node, done_arg, spare);
+        } else {
+                if (idx % 2 == MBOX_REQ) {
+                        struct pc__req *slots = req_slots(o->ring);
+
+                        claim_lines(sw, o, slots, tail);
+                        req_write(&slots[tail & sw->mask], fn.submit, arg);
+                } else {
+                        rep_slots(o->ring)[tail & sw->mask] = (struct pc__msg){
+                                .fn = fn, .arg = arg, .node = node, .done_arg = done_arg};
+                }
+                o->tail = ++tail;
+                if (tail - o->pub >= sw->batch)
+                        publish(sw, idx, o);
+                else
+                        set_bit(sw->dirty, idx);
+        }
+        restop(sw, idx, o);
+        return rc;
 }
 
 /* A call on request ring (@dst, REQ): its record in a node of the
@@ -406,9 +512,10 @@ static __attribute__((noinline)) int send_call(struct pc__shard_worker *sw, unsi
         return rc;
 }
 
-/* The send path, inlined into pc_submit() and the reply of a call: while
- * the sender knows of two free slots or more and nothing waits in
- * overflow, a slot write and the new tail, nothing shared but the slot.
+/* The send path, inlined into pc_submit() and the reply of a call: before
+ * the stop (the sender knows of two free slots or more, nothing waits in
+ * overflow, the batch is not complete), a slot write and the new tail,
+ * nothing shared but the slot.
  * A request with @done is a call; a reply carries its call's record in
  * @node. Scalars, not a struct: a message struct passed in was built on
  * the stack on the fast path (five stores more per submit). */
@@ -419,15 +526,14 @@ mbox_send(struct pc__shard_worker *sw, unsigned dst, unsigned kind, union pc__ms
 {
         unsigned idx = 2 * dst + kind;
         struct pc__mbox_out *o = &sw->out[idx];
-        uint32_t n;
 
         if (kind == MBOX_REQ && done)
                 return send_call(sw, dst, fn, arg, done, done_arg, spare);
 
         uint32_t tail = o->tail;
 
-        if (unlikely(tail - o->head_cache >= sw->mask) || unlikely(o->ovf_head != NULL))
-                return send_slow_msg(sw, idx, fn, arg, node, done_arg, spare);
+        if (unlikely((int32_t)(o->stop - tail) <= 0))
+                return send_edge(sw, idx, fn, arg, node, done_arg, spare);
         /* The tail stays in a register: the slot's stores cannot be taken
          * to alias it. */
         if (kind == MBOX_REQ) {
@@ -440,12 +546,7 @@ mbox_send(struct pc__shard_worker *sw, unsigned dst, unsigned kind, union pc__ms
                 slot->node = node;
                 slot->done_arg = done_arg;
         }
-        o->tail = ++tail;
-        n = tail - o->pub;
-        if (n >= sw->batch)
-                publish(sw, idx, o);
-        else if (n == 1)
-                set_bit(sw->dirty, idx);
+        o->tail = tail + 1;
         return 0;
 }
 
@@ -953,6 +1054,19 @@ void pc_shard_opts_init(struct pc_shard_opts *o)
         o->blocking_threads = PC_SHARD_BLOCKING_DEFAULT;
 }
 
+/* PREFETCHW (CPUID 0x80000001, ECX bit 8): AMD's since the K6, Intel's
+ * since Broadwell; where the CPU lacks it, senders claim no lines. */
+static bool cpu_has_prefetchw(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+        unsigned a, b, c, d;
+
+        return __get_cpuid(0x80000001, &a, &b, &c, &d) && (c & (1u << 8));
+#else
+        return false;
+#endif
+}
+
 static int alloc_worker(struct pc__shard *sh, unsigned id)
 {
         struct pc__shard_worker *sw;
@@ -979,6 +1093,8 @@ static int alloc_worker(struct pc__shard *sh, unsigned id)
         sw->batch = sh->ring_size / 4 < PC_MBOX_BATCH ? sh->ring_size / 4 : PC_MBOX_BATCH;
         if (sw->batch == 0)
                 sw->batch = 1;
+        if (sh->ring_size >= 4 * PC_MBOX_CLAIM && cpu_has_prefetchw())
+                sw->claim = PC_MBOX_CLAIM;
         sw->in = sh->in[id];
         sw->out = calloc(2 * (size_t)sh->n, sizeof(*sw->out));
         sw->empty_polls = calloc(2 * (size_t)sh->n, sizeof(*sw->empty_polls));

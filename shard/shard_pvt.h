@@ -29,6 +29,7 @@
 #define PC_MBOX_BATCH 64
 #define PC_MBOX_DRAIN_MAX 256  /* most messages taken from one ring per poll */
 #define PC_MBOX_PREFETCH 4     /* slots ahead the receiver prefetches */
+#define PC_MBOX_CLAIM 16       /* request slots the sender claims for writing at a time, a run ahead */
 #define PC_MBOX_COLD_POLLS 256 /* empty polls before a receiver lets a ring's bit go */
 #define PC_DB_WORDS (2 * PC_MAX_WORKERS / 64)
 #define PC_CSLOTS 4            /* call slots per (caller, callee) pair */
@@ -134,6 +135,7 @@ struct pc__mbox_out {
         uint32_t tail;       /* next slot to write */
         uint32_t pub;        /* ring->tail as last published; tail - pub are pending */
         uint32_t head_cache; /* consumer head last read: credits = cap - (tail - head_cache) */
+        uint32_t stop;       /* the fast path writes while tail is before this (restop()) */
         uint32_t moved;      /* of the pending, from overflow (already counted as sent) */
         uint32_t ovf_len;
         struct pc_task *ovf_head, *ovf_tail; /* waiting for credits, in order */
@@ -165,6 +167,8 @@ struct pc__shard_worker {
         uint32_t mask;     /* ring size - 1 */
         uint32_t batch;    /* publish every batch messages: PC_MBOX_BATCH, at most a
                             * quarter of the ring; a power of two */
+        uint32_t claim;    /* PC_MBOX_CLAIM where the CPU has PREFETCHW and the ring
+                            * holds four times that, else 0 (see claim_lines()) */
         struct pc__mbox_in *in;   /* this worker's inbound block */
         struct pc__mbox_out *out; /* [2N]: outbound ring 2 * dst + kind */
         struct pc_poller *poller;
