@@ -18,7 +18,7 @@
 #define BENCH_MAX_RUNS 64
 #define BENCH_MAX_SIDES 8  /* sides of one bench_compare() */
 #define BENCH_MAX_RATIOS 256
-#define BENCH_MAX_COND 2   /* conditions a run may report */
+#define BENCH_MAX_COND 4   /* conditions a run may report */
 
 struct bench_opts {
         double duration;   /* seconds per measured run */

@@ -19,8 +19,10 @@
 # "preempt": the runs (warm-ups included) in which a timed thread was
 # switched out for another runnable thread, of all the runs; "line_ns":
 # the range of the line round trip the suite probed around its runs (two
-# placements of the vCPUs show as two levels). A ratio pairs only rounds
-# whose side and peer ran under matching probes; "/N" says how many did.
+# placements of the vCPUs show as two levels); "core_ns": each CPU's core
+# probe (ns a step of plain work, higher while the host runs another
+# guest on the same core). A ratio pairs only rounds whose side and peer
+# ran under matching probes; "/N" says how many did.
 #
 # usage: perf/msg3.sh [-b BENCH] [-n PROCESSES] [-o DIR] [-- BENCH ARGS...]
 #        perf/msg3.sh -a DIR
@@ -122,8 +124,11 @@ for i in range(1, n + 1):
     ran = info.get("ran_on", [])
     lines = [v for r in ran for k in ("line_rtt_ns", "line_rtt_after_ns")
              for v in r.get(k, []) if v]
+    cores = [[v for r in ran for v in r.get(k, []) if v == v and v]
+             for k in ("core0_ns", "core1_ns")]
     procs.append(dict(info=info, ratios=ratios, load=float(load),
                       line=f"{min(lines):.0f}-{max(lines):.0f}" if lines else "-",
+                      core="/".join(f"{min(c):.2f}-{max(c):.2f}" if c else "-" for c in cores),
                       pre=f"{sum(r.get('preempted_runs', 0) for r in ran)}/"
                           f"{sum(r.get('runs', 0) for r in ran)}",
                       steal=100.0 * int(steal) / max(int(ticks), 1),
@@ -142,14 +147,14 @@ def fmt(v, unit=""):
 print(f"msg suite in {n} processes, percore side {mode}: medians of each process's rounds")
 print()
 print("proc  cpus  smt   load  steal  preempt  line_ns   call_ns  pingpong_ns  rte_rtt_ns"
-      "  submit/s  rte_ring/s")
+      "  submit/s  rte_ring/s  core_ns (cpu0/cpu1)")
 for i, p in enumerate(procs, 1):
     cpus = p["info"].get("cpus", ["?", "?"])
     smt = p["info"].get("smt_siblings")
     print(f"{i:>4}  {cpus[0]},{cpus[1]:<3} {'yes' if smt else 'no' if smt is False else '?':<4} "
           f"{p['load']:>5.2f}  {p['steal']:>4.1f}%  {p['pre']:>7}  {p['line']:>7}  "
           f"{fmt(p['call']):>7}  {fmt(p['pp']):>11}  "
-          f"{fmt(p['rtt']):>10}  {fmt(p['sub']):>8}  {fmt(p['ring']):>10}")
+          f"{fmt(p['rtt']):>10}  {fmt(p['sub']):>8}  {fmt(p['ring']):>10}  {p['core']}")
 print()
 print("ratio/rounds paired (above 1: percore better)")
 print(" " * 26 + "  ".join(f"p{i}".rjust(7) for i in range(1, n + 1)) + "  spread  target")

@@ -189,6 +189,15 @@ static struct placement P;
  * between the two CPUs probed just before and just after it. */
 struct run_note {
         double value, oncpu, line0, line1;
+        double core0, core1; /* each CPU's core probe, before and after averaged */
+};
+
+/* What the suite probes around every run: the line round trip between its
+ * two CPUs (line_probe()) and how fast each CPU runs plain code
+ * (core_probe()). */
+struct probe {
+        double line;
+        double core[2];
 };
 
 /* The CPUs each (case, side) ran on in its last run, its runs (warm-ups
@@ -209,16 +218,17 @@ static struct ran ran[MSG_MAX_RAN];
 static unsigned nran;
 
 /*
- * Account a run of @side in @kase that ran where @seen says, with the line
- * probe @line0 before it and @line1 after: @v when every pinned thread
- * stayed on its CPU, else BENCH_MOVED after saying where it was. Errors
- * pass through.
+ * Account a run of @side in @kase that ran where @seen says, with the
+ * probes @b before it and @a after: @v when every pinned thread stayed on
+ * its CPU and neither probe changed during the run, else BENCH_MOVED after
+ * saying what happened. Errors pass through.
  */
 static double checked(const char *kase, const char *side, const struct msg_cpu seen[2],
-                      double v, double line0, double line1)
+                      double v, const struct probe *b, const struct probe *a)
 {
         struct ran *r = NULL;
         bool moved = false;
+        double line0 = b->line, line1 = a->line, core[2];
 
         if (v < 0)
                 return v;
@@ -249,17 +259,35 @@ static double checked(const char *kase, const char *side, const struct msg_cpu s
                                "from %.0f to %.0f ns during the run (the host moved a vCPU)",
                                kase, side, P.cpu[0], P.cpu[1], line0, line1);
         }
-        /* Where the host had the vCPUs, and how much of them this run's
-         * threads had: a side and a peer pair only when both match. Only
-         * for the suite's own cases (P.known), which probe the line. */
+        /* A CPU whose core the host gave to another guest's thread as
+         * well (its SMT sibling busy) during the run, or took away from
+         * one: the run measured two machines. */
+        for (unsigned i = 0; i < 2; i++) {
+                core[i] = isfinite(b->core[i]) && isfinite(a->core[i])
+                                  ? (b->core[i] + a->core[i]) / 2
+                                  : NAN;
+                if (!bench_cond_match(b->core[i], a->core[i])) {
+                        moved = true;
+                        bench_progress("msg/%s %s: CPU %d's core probe went from %.2f to %.2f "
+                                       "ns during the run (the host shares its core)",
+                                       kase, side, P.cpu[i], b->core[i], a->core[i]);
+                }
+        }
+        /* Where the host had the vCPUs, how much of them this run's
+         * threads had and how fast each CPU ran: a side and a peer pair
+         * only when all match. Only for the suite's own cases (P.known),
+         * which probe. */
         if (!moved && P.known) {
                 bench_condition(0, isfinite(line0) && isfinite(line1) ? (line0 + line1) / 2
                                                                       : NAN);
                 bench_condition(1, fmin(seen[0].oncpu, seen[1].oncpu));
+                bench_condition(2, core[0]);
+                bench_condition(3, core[1]);
         }
         if (r && r->nnotes < BENCH_MAX_RUNS + 1)
-                r->notes[r->nnotes++] = (struct run_note){
-                        moved ? NAN : v, fmin(seen[0].oncpu, seen[1].oncpu), line0, line1};
+                r->notes[r->nnotes++] = (struct run_note){moved ? NAN : v,
+                                                          fmin(seen[0].oncpu, seen[1].oncpu),
+                                                          line0, line1, core[0], core[1]};
         if (r) {
                 r->runs++;
                 r->moved += moved;
@@ -369,6 +397,68 @@ static double line_probe(void)
         return line_rtt(0);
 }
 
+#define CORE_ITERS 20000
+#define CORE_SAMPLES 8
+
+/* Plain work that a core's throughput bounds: six independent chains of
+ * adds and xors, CORE_ITERS steps, the fastest of CORE_SAMPLES; ns per
+ * step into *@arg. */
+static void *core_spin(void *arg)
+{
+        double *out = arg, best = INFINITY;
+        uint64_t a = 1, b = 2, c = 3, d = 4, e = 5, f = 6;
+
+        for (unsigned s = 0; s < CORE_SAMPLES; s++) {
+                uint64_t t0 = pc_now_ns();
+
+                for (uint64_t i = 0; i < CORE_ITERS; i++) {
+                        a += i;
+                        b ^= i;
+                        c += a;
+                        d ^= b;
+                        e += c;
+                        f ^= d;
+                        __asm__ volatile("" : "+r"(a), "+r"(b), "+r"(c), "+r"(d), "+r"(e),
+                                         "+r"(f));
+                }
+                best = fmin(best, (double)(pc_now_ns() - t0) / CORE_ITERS);
+        }
+        *out = best + (double)((a ^ b ^ c ^ d ^ e ^ f) & 1) * 1e-12; /* keeps the chains */
+        return NULL;
+}
+
+static void *core_spin1(void *arg)
+{
+        return core_spin((double *)arg + 1);
+}
+
+/*
+ * How fast each of the suite's two CPUs runs plain work now (ns per step
+ * of core_spin(), both at once, a fraction of a millisecond). A vCPU is a
+ * thread of a host core whose other SMT thread the host may give to
+ * another guest at any time: on this project's Zen 5 host (2026-12-03)
+ * one CPU's probe read 0.54 ns and the other's 0.79 for minutes, then
+ * both 0.54, and pc_submit() measured 175-186 M/s in the first state and
+ * 290-300 M/s in the second at the same line round trip, while the
+ * rte_ring producer on the same CPU (fewer instructions per message, more
+ * of them waiting on memory) moved little. Such rounds compare two
+ * machines.
+ */
+static void core_probe(double out[2])
+{
+        out[0] = out[1] = NAN;
+        if (P.known)
+                (void)msg_pair_run(P.pin, P.cpu[0], core_spin, P.cpu[1], core_spin1, out, NULL);
+}
+
+static struct probe probe(void)
+{
+        struct probe p = {line_probe(), {NAN, NAN}};
+
+        core_probe(p.core);
+        return p;
+}
+
 /*
  * The spinning peers' paces: the pauses between two polls tried before
  * each of their runs, the fastest kept. A tight spin is not always the
@@ -457,8 +547,10 @@ static void placement_info(void)
                         {"oncpu", offsetof(struct run_note, oncpu)},
                         {"line_rtt_ns", offsetof(struct run_note, line0)},
                         {"line_rtt_after_ns", offsetof(struct run_note, line1)},
+                        {"core0_ns", offsetof(struct run_note, core0)},
+                        {"core1_ns", offsetof(struct run_note, core1)},
                 };
-                for (unsigned a = 0; a < 4 && n > 0 && (size_t)n < sizeof(json); a++)
+                for (unsigned a = 0; a < sizeof(arrays) / sizeof(arrays[0]) && n > 0 && (size_t)n < sizeof(json); a++)
                         n += json_nums(json + n, sizeof(json) - (size_t)n, arrays[a].key, &ran[i],
                                        arrays[a].off);
                 if (n > 0 && (size_t)n < sizeof(json))
@@ -483,19 +575,28 @@ static void placement_info(void)
                 }
         if (n > 0 && (size_t)n < sizeof(json))
                 snprintf(json + n, sizeof(json) - (size_t)n, "}}");
-        double lo = INFINITY, hi = -INFINITY;
-        char range[192] = "";
+        double lo = INFINITY, hi = -INFINITY, clo[2] = {INFINITY, INFINITY},
+               chi[2] = {-INFINITY, -INFINITY};
+        char range[320] = "";
 
         for (unsigned i = 0; i < nran; i++)
                 for (unsigned k = 0; k < ran[i].nnotes; k++) {
-                        lo = fmin(lo, fmin(ran[i].notes[k].line0, ran[i].notes[k].line1));
-                        hi = fmax(hi, fmax(ran[i].notes[k].line0, ran[i].notes[k].line1));
+                        const struct run_note *t = &ran[i].notes[k];
+
+                        lo = fmin(lo, fmin(t->line0, t->line1));
+                        hi = fmax(hi, fmax(t->line0, t->line1));
+                        clo[0] = fmin(clo[0], t->core0);
+                        chi[0] = fmax(chi[0], t->core0);
+                        clo[1] = fmin(clo[1], t->core1);
+                        chi[1] = fmax(chi[1], t->core1);
                 }
         if (lo <= hi)
                 snprintf(range, sizeof(range),
                          ";\n  the line round trip between them, probed around each run: "
-                         "%.0f-%.0f ns;\n  rounds pair under probes and CPU shares within "
-                         "%gx", lo, hi, BENCH_COND_MATCH);
+                         "%.0f-%.0f ns;\n  each CPU's core probe (ns a step, higher when the "
+                         "host shares its core): %.2f-%.2f and %.2f-%.2f;\n  rounds pair under "
+                         "probes and CPU shares within %gx",
+                         lo, hi, clo[0], chi[0], clo[1], chi[1], BENCH_COND_MATCH);
         char paces[256] = "";
         int m = 0;
 
@@ -764,7 +865,8 @@ static int msg_runtime(const struct bench_opts *o, enum pc_mode mode, struct pc_
 static double run_case(const struct bench_opts *o, enum pc_mode mode, unsigned *workers,
                        const char *kase, pc_task_fn main_fn)
 {
-        double v, line0 = line_probe(), line1;
+        struct probe before = probe(), after;
+        double v;
         bool pin;
         int rc;
 
@@ -781,7 +883,7 @@ static double run_case(const struct bench_opts *o, enum pc_mode mode, unsigned *
         *workers = MSG_WORKERS;
         rc = pc_runtime_run(C.rt, case_main, NULL);
         pc_runtime_destroy(C.rt);
-        line1 = line_probe();
+        after = probe();
         if (rc == 0)
                 rc = C.mark_rc;
         if (rc)
@@ -792,7 +894,7 @@ static double run_case(const struct bench_opts *o, enum pc_mode mode, unsigned *
                 v = (double)C.done_at_stop / ((double)(C.t1 - C.t0) / 1e9);
         else
                 v = (double)(C.t1 - C.t0) / (double)C.done_at_stop;
-        return checked(kase, pc_mode_name(mode), C.cpu, v, line0, line1);
+        return checked(kase, pc_mode_name(mode), C.cpu, v, &before, &after);
 }
 
 static double submit_run(const struct bench_opts *o, enum pc_mode mode, unsigned *workers,
@@ -869,8 +971,8 @@ static double rte_ring_run(const struct bench_opts *o, enum pc_mode mode, unsign
                            void *ctx)
 {
         struct msg_cpu seen[2];
-        double v, line0 = line_probe();
-
+        struct probe before = probe(), after;
+        double v;
         const char *kase = ctx; /* the case it runs beside (msg_case()) */
 
         (void)mode;
@@ -878,7 +980,8 @@ static double rte_ring_run(const struct bench_opts *o, enum pc_mode mode, unsign
         v = msg_peer_rte_ring(P.pin, P.cpu[0], P.cpu[1], o->duration, seen);
         if (v == -ENOTSUP)
                 bench_progress("msg/%s: peer:rte_ring not built (no DPDK)", kase);
-        return checked(kase, "peer:rte_ring", seen, v, line0, line_probe());
+        after = probe();
+        return checked(kase, "peer:rte_ring", seen, v, &before, &after);
 }
 
 /* A short run of peer:rte_ring_rtt at @pace for pace_pick(). */
@@ -893,7 +996,8 @@ static double rte_ring_rtt_run(const struct bench_opts *o, enum pc_mode mode,
                                unsigned *workers, void *ctx)
 {
         struct msg_cpu seen[2];
-        double v, line0 = line_probe();
+        struct probe before = probe(), after;
+        double v;
         unsigned pace = pace_pick("peer:rte_ring_rtt", rtt_sample, 2);
 
         (void)mode;
@@ -902,7 +1006,8 @@ static double rte_ring_rtt_run(const struct bench_opts *o, enum pc_mode mode,
         v = msg_peer_rte_ring_rtt(P.pin, P.cpu[0], P.cpu[1], o->duration, pace, seen);
         if (v == -ENOTSUP)
                 bench_progress("msg/call: peer:rte_ring_rtt not built (no DPDK)");
-        return checked("call", "peer:rte_ring_rtt", seen, v, line0, line_probe());
+        after = probe();
+        return checked("call", "peer:rte_ring_rtt", seen, v, &before, &after);
 }
 
 
@@ -934,7 +1039,7 @@ static double cacheline_run(const struct bench_opts *o, enum pc_mode mode, unsig
         /* Page-aligned like the other peers' memory. */
         static struct pingpong p __attribute__((aligned(MSG_PEER_ALIGN)));
         struct msg_cpu seen[2];
-        double line0 = line_probe();
+        struct probe before = probe(), after;
         unsigned pace = pace_pick("peer:pingpong", line_rtt, 1);
         int rc;
 
@@ -947,8 +1052,9 @@ static double cacheline_run(const struct bench_opts *o, enum pc_mode mode, unsig
         rc = msg_pair_run(P.pin, P.cpu[0], pp_ask, P.cpu[1], pp_answer, &p, seen);
         if (rc)
                 return rc;
+        after = probe();
         return checked("call", "peer:pingpong", seen, (double)(p.t1 - p.t0) / (double)p.rounds,
-                       line0, line_probe());
+                       &before, &after);
 }
 
 /* ---- idle iteration cost against worker count ---------------------------- */

@@ -178,7 +178,8 @@ for x in ratios:
 # (ratios pair rounds, and a round that measured nothing pairs with
 # nothing; a slow build's short rounds may). The msg suite pairs a round
 # only when the line round trip it probed around the side's run and the
-# peer's agree, and the CPU share their threads had (BENCH_COND_MATCH):
+# peer's agree, the CPU share their threads had and each CPU's core probe
+# (BENCH_COND_MATCH):
 # when the host moved a vCPU, or other work took the CPUs, between them in
 # every round, there is no ratio to make. Every suite also pairs a round
 # only when the host's steal over the two runs is within 5 points
@@ -192,7 +193,8 @@ def unpaired(case, s, p, rs, rp):
     msg = suite == "msg" and a is not None and b is not None
     def conds(r, i):
         x, y = r["line_rtt_ns"][i], r["line_rtt_after_ns"][i]
-        return ((x + y) / 2 if x and y else None, r["oncpu"][i])
+        return ((x + y) / 2 if x and y else None, r["oncpu"][i],
+                r["core0_ns"][i], r["core1_ns"][i])
     def match(p, q):
         return p is None or q is None or p <= 0 or q <= 0 or max(p, q) / min(p, q) <= 1.3  # BENCH_COND_MATCH
     def steal_pairs(i):
