@@ -404,7 +404,7 @@ static void claim_lines(const struct pc__shard_worker *sw, const struct pc__mbox
         const uint32_t per_line = PC_CACHE_LINE / sizeof(*slots);
         uint32_t ahead = sw->claim;
 
-        if (ahead == 0 || tail % ahead != 0 || tail + 2 * ahead - o->head_cache > sw->mask)
+        if (ahead == 0 || (tail & (ahead - 1)) != 0 || tail + 2 * ahead - o->head_cache > sw->mask)
                 return;
         for (uint32_t i = ahead; i < 2 * ahead; i += per_line)
                 __asm__ volatile("prefetchw %0" ::"m"(slots[(tail + i) & sw->mask]));
@@ -416,9 +416,9 @@ static void claim_lines(const struct pc__shard_worker *sw, const struct pc__mbox
 /*
  * Set where the fast path of outbound ring @idx must next step aside
  * (o->stop, a ring position): at once with overflow waiting or right after
- * a publication (that message sets the dirty bit); else at the first of
- * the slot the one-free rule keeps, the message that completes a batch
- * (which publishes), and a request ring's next claim. Every bound is a
+ * a publication (that message sets the dirty bit); else at the earliest
+ * of the slot the one-free rule keeps, the message that completes a batch
+ * (which publishes) and a request ring's next claim. Every bound is a
  * position that only moves forward, and the fast path compares signed, so
  * a stop left behind by the slow path or a burst only sends the next
  * message here early; publish() and ovf_push() pull it back to the tail.
@@ -437,7 +437,7 @@ static void restop(const struct pc__shard_worker *sw, unsigned idx, struct pc__m
         if (b < d)
                 d = b;
         if (idx % 2 == MBOX_REQ && sw->claim) {
-                b = (int32_t)(sw->claim - t % sw->claim);
+                b = (int32_t)(sw->claim - (t & (sw->claim - 1)));
                 if (b < d)
                         d = b;
         }

@@ -29,7 +29,8 @@
 #define PC_MBOX_BATCH 64
 #define PC_MBOX_DRAIN_MAX 256  /* most messages taken from one ring per poll */
 #define PC_MBOX_PREFETCH 4     /* slots ahead the receiver prefetches */
-#define PC_MBOX_CLAIM 16       /* request slots the sender claims for writing at a time, a run ahead */
+#define PC_MBOX_CLAIM 16       /* request slots the sender claims for writing at a time, a run
+                                * ahead; a power of two, whole lines */
 #define PC_MBOX_COLD_POLLS 256 /* empty polls before a receiver lets a ring's bit go */
 #define PC_DB_WORDS (2 * PC_MAX_WORKERS / 64)
 #define PC_CSLOTS 4            /* call slots per (caller, callee) pair */
@@ -68,6 +69,9 @@ struct pc__req {
 };
 
 _Static_assert(sizeof(struct pc__req) == 16, "four requests per cache line");
+_Static_assert((PC_MBOX_CLAIM & (PC_MBOX_CLAIM - 1)) == 0 &&
+                       PC_MBOX_CLAIM * sizeof(struct pc__req) % PC_CACHE_LINE == 0,
+               "a claim is a power of two of whole lines");
 
 /*
  * One SPSC ring. The consumer's index and the producer's tail sit on
