@@ -423,7 +423,7 @@ static void *core_spin(void *arg)
                 }
                 best = fmin(best, (double)(pc_now_ns() - t0) / CORE_ITERS);
         }
-        *out = best + (double)((a ^ b ^ c ^ d ^ e ^ f) & 1) * 1e-12; /* keeps the chains */
+        *out = best; /* the asm keeps every chain's work */
         return NULL;
 }
 

@@ -384,6 +384,25 @@ static inline void req_write(struct pc__req *slot, pc_task_fn fn, void *arg)
 #endif
 }
 
+/* A message into outbound ring @idx's slot at @tail: fn and arg in a
+ * request ring, the whole message in a reply ring, stored field by field
+ * (a struct built first would cost the fast path stores on the stack). */
+static inline __attribute__((always_inline)) void
+slot_write(struct pc__shard_worker *sw, unsigned idx, struct pc__mbox_out *o, uint32_t tail,
+           union pc__msg_fn fn, void *arg, struct pc_task *node, void *done_arg)
+{
+        if (idx % 2 == MBOX_REQ) {
+                req_write(&req_slots(o->ring)[tail & sw->mask], fn.submit, arg);
+        } else {
+                struct pc__msg *slot = &rep_slots(o->ring)[tail & sw->mask];
+
+                slot->fn = fn;
+                slot->arg = arg;
+                slot->node = node;
+                slot->done_arg = done_arg;
+        }
+}
+
 /*
  * Claim for writing the request slots [@tail + claim, @tail + 2 * claim)
  * (whole lines: @tail is a multiple of claim). A sender streaming into a
@@ -471,15 +490,9 @@ static __attribute__((noinline)) int send_edge(struct pc__shard_worker *sw, unsi
         if (o->ovf_head != NULL || tail - o->head_cache >= sw->mask) {
                 rc = send_slow_msg(sw, idx, fn, arg, node, done_arg, spare);
         } else {
-                if (idx % 2 == MBOX_REQ) {
-                        struct pc__req *slots = req_slots(o->ring);
-
-                        claim_lines(sw, o, slots, tail);
-                        req_write(&slots[tail & sw->mask], fn.submit, arg);
-                } else {
-                        rep_slots(o->ring)[tail & sw->mask] = (struct pc__msg){
-                                .fn = fn, .arg = arg, .node = node, .done_arg = done_arg};
-                }
+                if (idx % 2 == MBOX_REQ)
+                        claim_lines(sw, o, req_slots(o->ring), tail);
+                slot_write(sw, idx, o, tail, fn, arg, node, done_arg);
                 o->tail = ++tail;
                 if (tail - o->pub >= sw->batch)
                         publish(sw, idx, o);
@@ -536,16 +549,7 @@ mbox_send(struct pc__shard_worker *sw, unsigned dst, unsigned kind, union pc__ms
                 return send_edge(sw, idx, fn, arg, node, done_arg, spare);
         /* The tail stays in a register: the slot's stores cannot be taken
          * to alias it. */
-        if (kind == MBOX_REQ) {
-                req_write(&req_slots(o->ring)[tail & sw->mask], fn.submit, arg);
-        } else {
-                struct pc__msg *slot = &rep_slots(o->ring)[tail & sw->mask];
-
-                slot->fn = fn;
-                slot->arg = arg;
-                slot->node = node;
-                slot->done_arg = done_arg;
-        }
+        slot_write(sw, idx, o, tail, fn, arg, node, done_arg);
         o->tail = tail + 1;
         return 0;
 }
