@@ -2,8 +2,9 @@
 /*
  * The awaits: pc_call() and pc_spawn_blocking() from a fiber, which waits
  * for the reply instead of giving a callback. The reply's @done runs on
- * the fiber's own worker and wakes it; the record it fills lives on the
- * fiber's stack, which stays put while the fiber is suspended.
+ * the fiber's own worker and wakes it, going on in place when it can
+ * (pc__fiber_wake_here()); the record it fills lives on the fiber's
+ * stack, which stays put while the fiber is suspended.
  */
 #include <errno.h>
 
@@ -19,7 +20,8 @@ static void await_done(void *result, void *arg)
         struct await *a = arg;
 
         a->result = result;
-        pc__fiber_wake(a->f, 0);
+        /* On the fiber's worker, from the reply's or the job's done. */
+        pc__fiber_wake_here(a->f, 0);
 }
 
 int pc_call_await(unsigned dst, void *(*fn)(void *arg), void *arg, void **result)
