@@ -362,6 +362,14 @@ static int ring_create(struct kworker *kw)
                 p.cq_entries = kw->k->opts.ring_entries * KNET_CQ_FACTOR;
                 rc = io_uring_queue_init_params(kw->k->opts.ring_entries, &kw->ring, &p);
                 if (rc == 0) {
+                        /* Entered by its index in this thread's table: no
+                         * file lookup of the ring per io_uring_enter (5.18;
+                         * without it, the fd as before). The ring is only
+                         * entered from this worker's thread, which makes
+                         * and ends it (knet_worker_stop()). */
+                        kw->ring_fd_reg = io_uring_register_ring_fd(&kw->ring) == 1;
+                        atomic_store_explicit(&kw->st.rings_fd_registered,
+                                              kw->ring_fd_reg ? 1 : 0, memory_order_relaxed);
                         kw->armed = 0;
                         atomic_store_explicit(&kw->st.rings_deferred,
                                               (p.flags & IORING_SETUP_DEFER_TASKRUN) ? 1 : 0,
@@ -469,6 +477,9 @@ static void knet_worker_stop(struct pc_worker *w, void *arg)
                 io_uring_submit_and_wait_timeout(&kw->ring, &cqe, 1, &ts, NULL);
                 reap(kw, UINT32_MAX);
         }
+        if (kw->ring_fd_reg)
+                io_uring_unregister_ring_fd(&kw->ring);
+        kw->ring_fd_reg = false;
         io_uring_queue_exit(&kw->ring);
         kw->ring_ok = false;
         if (kw->armed) {
@@ -545,6 +556,7 @@ static void read_stats(const struct kstats *s, struct pc_knet_stats *o, bool add
                 .rings_sleeping = RD(rings_sleeping),
                 .read_paused = RD(read_paused),
                 .sends = RD(sends),
+                .rings_fd_registered = RD(rings_fd_registered),
         };
 #undef RD
         uint64_t *d = (uint64_t *)o;

@@ -53,7 +53,8 @@ struct kstats {
         _Atomic uint64_t accepted, handed_off, refused, accept_errors, closed, resets, conns;
         _Atomic uint64_t bytes_in, bytes_out, backpressure, send_refused, out_max;
         _Atomic uint64_t udp_rx, udp_tx, udp_drops;
-        _Atomic uint64_t recv_multishot, recv_nobufs, writable, rings_deferred, rings_sleeping;
+        _Atomic uint64_t recv_multishot, recv_nobufs, writable, rings_deferred, rings_sleeping,
+                rings_fd_registered;
         _Atomic uint64_t read_paused, sends;
 };
 
@@ -171,6 +172,7 @@ struct kworker {
          * the eventfd, which the ring signals on each completion. */
         bool efd_sleep, wake_armed, wake_failed;
         struct io_uring ring;
+        bool ring_fd_reg; /* the ring is entered by its registered index */
         unsigned nconns;
         /* nconns plus the connections handed to this worker and not yet
          * taken, plus KNET_LOAD_OFF while @load_off (its ring failed):

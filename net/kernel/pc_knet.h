@@ -236,6 +236,9 @@ struct pc_knet_stats {
                                      most one per connection per worker pass,
                                      whatever number of pc_conn_send() calls
                                      the pass made, plus one per short send */
+        uint64_t rings_fd_registered; /**< workers whose ring is entered by its
+                                           registered index, not its fd (5.18;
+                                           0 or 1 a worker) */
 };
 
 /**
