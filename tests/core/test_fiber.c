@@ -578,6 +578,7 @@ static void test_stop_cancels_sleeps(void **state)
 
 struct awaits {
         unsigned rounds;
+        bool steps; /* test_await_resumes_in_place: await_step() after each call */
         _Atomic uint64_t matched, bad, fibers_done;
         _Atomic unsigned ticks;
         _Atomic unsigned lane_done;
@@ -592,6 +593,40 @@ static void *triple_here(void *arg)
         return (void *)(((uintptr_t)arg * 3) << 8 | (uintptr_t)pc_worker_id());
 }
 
+static void *step_child(void *arg)
+{
+        return (void *)((uintptr_t)arg + 7);
+}
+
+static void *step_lane(void *arg)
+{
+        return (void *)((uintptr_t)arg ^ 0x55);
+}
+
+static bool await_step(uintptr_t x, unsigned r)
+{
+        struct pc_fiber *child;
+        void *res = NULL;
+        unsigned me = pc_worker_id(); /* an elastic fiber may move during a wait */
+
+        switch (r % 5) {
+        case 0:
+                pc_fiber_yield();
+                return true;
+        case 1:
+                return pc_fiber_spawn(step_child, (void *)x, &child) == 0 &&
+                       pc_fiber_join(child, &res) == 0 && res == (void *)(x + 7);
+        case 2:
+                return pc_fiber_sleep_ns(1000) == 0;
+        case 3:
+                return pc_blocking_await(step_lane, (void *)x, &res) == 0 &&
+                       res == (void *)(x ^ 0x55);
+        default:
+                return pc_call_await(me, triple_here, (void *)x, &res) == 0 &&
+                       (uintptr_t)res == ((x * 3) << 8 | me);
+        }
+}
+
 static void *caller(void *arg)
 {
         uintptr_t id = (uintptr_t)arg;
@@ -602,7 +637,7 @@ static void *caller(void *arg)
                 void *res = NULL;
 
                 if (pc_call_await(dst, triple_here, (void *)x, &res) == 0 &&
-                    (uintptr_t)res == ((x * 3) << 8 | dst))
+                    (uintptr_t)res == ((x * 3) << 8 | dst) && (!A.steps || await_step(x, r)))
                         atomic_fetch_add(&A.matched, 1);
                 else
                         atomic_fetch_add(&A.bad, 1);
@@ -631,12 +666,15 @@ static void await_main(void *arg)
                 assert_int_equal(pc_spawn_on(w, spawn_callers, NULL), 0);
 }
 
-static void run_shard(unsigned workers, unsigned lane, pc_task_fn main_fn)
+/* @mode < 0: the configuration's default. */
+static void run_shard_mode(int mode, unsigned workers, unsigned lane, pc_task_fn main_fn)
 {
         struct pc_config cfg;
         struct pc_shard_opts so;
 
         pc_test_config(&cfg, workers);
+        if (mode >= 0)
+                cfg.mode = (enum pc_mode)mode;
         assert_int_equal(pc_runtime_create(&cfg, &RT), 0);
         pc_shard_opts_init(&so);
         so.blocking_threads = lane;
@@ -644,6 +682,11 @@ static void run_shard(unsigned workers, unsigned lane, pc_task_fn main_fn)
         assert_int_equal(pc_runtime_run(RT, main_fn, NULL), 0);
         pc_runtime_destroy(RT);
         RT = NULL;
+}
+
+static void run_shard(unsigned workers, unsigned lane, pc_task_fn main_fn)
+{
+        run_shard_mode(-1, workers, lane, main_fn);
 }
 
 /* Every worker's fibers call every worker, themselves included. */
@@ -737,96 +780,14 @@ static void test_blocking_await_no_lane(void **state)
  * awaits its own worker, and at last ends there. Every answer checked, in
  * thread-per-core mode (sticky: in place) and elastic (queued as before).
  */
-#define IP_FIBERS 8
-
-static void *ip_child(void *arg)
-{
-        return (void *)((uintptr_t)arg + 7);
-}
-
-static void *ip_lane(void *arg)
-{
-        return (void *)((uintptr_t)arg ^ 0x55);
-}
-
-static bool ip_step(uintptr_t x, unsigned r)
-{
-        struct pc_fiber *child;
-        void *res = NULL;
-        unsigned me = pc_worker_id(); /* an elastic fiber may move during a wait */
-
-        switch (r % 5) {
-        case 0:
-                pc_fiber_yield();
-                return true;
-        case 1:
-                return pc_fiber_spawn(ip_child, (void *)x, &child) == 0 &&
-                       pc_fiber_join(child, &res) == 0 && res == (void *)(x + 7);
-        case 2:
-                return pc_fiber_sleep_ns(1000) == 0;
-        case 3:
-                return pc_blocking_await(ip_lane, (void *)x, &res) == 0 &&
-                       res == (void *)(x ^ 0x55);
-        default:
-                return pc_call_await(me, triple_here, (void *)x, &res) == 0 &&
-                       (uintptr_t)res == ((x * 3) << 8 | me);
-        }
-}
-
-static void *ip_caller(void *arg)
-{
-        uintptr_t id = (uintptr_t)arg;
-
-        for (unsigned r = 0; r < A.rounds; r++) {
-                unsigned dst = (pc_worker_id() + 1) % 2;
-                uintptr_t x = id * 100000 + r;
-                void *res = NULL;
-
-                if (pc_call_await(dst, triple_here, (void *)x, &res) == 0 &&
-                    (uintptr_t)res == ((x * 3) << 8 | dst) && ip_step(x, r))
-                        atomic_fetch_add(&A.matched, 1);
-                else
-                        atomic_fetch_add(&A.bad, 1);
-        }
-        if (atomic_fetch_add(&A.fibers_done, 1) + 1 == 2 * IP_FIBERS)
-                pc_runtime_stop(RT);
-        return NULL;
-}
-
-static void ip_spawn(void *arg)
-{
-        (void)arg;
-        for (unsigned i = 0; i < IP_FIBERS; i++)
-                if (pc_fiber_spawn(ip_caller,
-                                   (void *)(uintptr_t)(pc_worker_id() * IP_FIBERS + i), NULL))
-                        atomic_fetch_add(&A.bad, 1);
-}
-
-static void ip_main(void *arg)
-{
-        (void)arg;
-        for (unsigned w = 0; w < 2; w++)
-                assert_int_equal(pc_spawn_on(w, ip_spawn, NULL), 0);
-}
-
 static void run_in_place(enum pc_mode mode)
 {
-        struct pc_config cfg;
-        struct pc_shard_opts so;
-
         memset(&A, 0, sizeof(A));
-        A.rounds = (unsigned)pc_test_scaled(200);
-        pc_test_config(&cfg, 2);
-        cfg.mode = mode;
-        assert_int_equal(pc_runtime_create(&cfg, &RT), 0);
-        pc_shard_opts_init(&so);
-        so.blocking_threads = 1;
-        assert_int_equal(pc_shard_init(RT, &so), 0);
-        assert_int_equal(pc_runtime_run(RT, ip_main, NULL), 0);
-        pc_runtime_destroy(RT);
-        RT = NULL;
+        A.rounds = (unsigned)pc_test_scaled(150);
+        A.steps = true;
+        run_shard_mode(mode, AW_WORKERS, 1, await_main);
         assert_int_equal(atomic_load(&A.bad), 0);
-        assert_int_equal(atomic_load(&A.matched), (uint64_t)2 * IP_FIBERS * A.rounds);
+        assert_int_equal(atomic_load(&A.matched), (uint64_t)AW_WORKERS * AW_FIBERS * A.rounds);
 }
 
 static void test_await_resumes_in_place(void **state)
