@@ -125,13 +125,11 @@ void pc_worker_wake(struct pc_runtime *rt, unsigned w)
 }
 
 /* Move tasks other workers sent into the run queue, oldest first. */
-static unsigned drain_inbox(struct pc_worker *w)
+static __attribute__((noinline)) unsigned drain_inbox_slow(struct pc_worker *w)
 {
         struct pc_task *t, *rev = NULL, *next;
         unsigned n = 0;
 
-        if (atomic_load_explicit(&w->inbox, memory_order_relaxed) == NULL)
-                return 0;
         t = atomic_exchange_explicit(&w->inbox, NULL, memory_order_acquire);
         while (t) {
                 next = t->next;
@@ -150,16 +148,22 @@ static unsigned drain_inbox(struct pc_worker *w)
         return n;
 }
 
+/* The look an idle pass makes, inline; the move out of line. */
+static inline unsigned drain_inbox(struct pc_worker *w)
+{
+        if (atomic_load_explicit(&w->inbox, memory_order_relaxed) == NULL)
+                return 0;
+        return drain_inbox_slow(w);
+}
+
 /* Take a fair share of the injector, min(len/N + 1, 128): return the first
  * task to run now and queue the rest locally, in order. */
-static struct pc_task *take_injector(struct pc_worker *w)
+static __attribute__((noinline)) struct pc_task *take_injector_slow(struct pc_worker *w)
 {
         struct pc_runtime *rt = w->rt;
         struct pc_task *first, *last;
         uint64_t len, n;
 
-        if (atomic_load_explicit(&rt->inj_len, memory_order_relaxed) == 0)
-                return NULL;
         pthread_mutex_lock(&rt->inj_lock);
         len = atomic_load_explicit(&rt->inj_len, memory_order_relaxed);
         if (len == 0) {
@@ -198,6 +202,13 @@ static struct pc_task *take_injector(struct pc_worker *w)
                 }
         }
         return first;
+}
+
+static inline struct pc_task *take_injector(struct pc_worker *w)
+{
+        if (atomic_load_explicit(&w->rt->inj_len, memory_order_relaxed) == 0)
+                return NULL;
+        return take_injector_slow(w);
 }
 
 static inline void run_task(struct pc_worker *w, struct pc_task *t)
