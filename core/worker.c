@@ -630,6 +630,7 @@ static bool idle(struct pc_worker *w, uint64_t now)
         }
         w->parked = true;
         deadline = w->tn ? w->theap[0]->deadline_ns : 0;
+        publish(w); /* an idle pass may not have (pc__worker_loop) */
         park(w, deadline);
         if (rt->cfg.idle == PC_IDLE_ADAPTIVE) {
                 uint64_t at = atomic_exchange_explicit(&w->woken_at, 0, memory_order_acquire);
@@ -693,6 +694,8 @@ void pc__worker_loop(struct pc_worker *w)
                  * woken fiber that answers, or calls another worker, waited
                  * behind it: a fiber's pc_call_await() round trip went
                  * from 584 to 549 ns (medians) there. */
+                bool read = false;
+
                 if (n == 0 && w->idle_since && ++w->idle_clock < PC_IDLE_CLOCK_EVERY) {
                         now = w->last_ns;
                 } else if (n && w->last_busy &&
@@ -706,6 +709,7 @@ void pc__worker_loop(struct pc_worker *w)
                 } else {
                         w->woke_queued = false;
                         now = pc__now();
+                        read = true;
                         w->idle_clock = 0;
                         mode = atomic_load_explicit(&rt->mode, memory_order_relaxed);
                         if (unlikely(mode !=
@@ -721,7 +725,11 @@ void pc__worker_loop(struct pc_worker *w)
                 w->last_ns = now;
                 w->last_busy = n != 0;
                 w->ls.iterations++;
-                publish(w);
+                /* Nor does an idle pass that did not read it publish the
+                 * stats: only its pass count moved, published by the next
+                 * pass that reads the clock or parks. */
+                if (read || n)
+                        publish(w);
                 if (n) {
                         busy_again(w);
                         continue;
