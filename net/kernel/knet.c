@@ -366,10 +366,11 @@ static int ring_create(struct kworker *kw)
                          * file lookup of the ring per io_uring_enter (5.18;
                          * without it, the fd as before). The ring is only
                          * entered from this worker's thread, which makes
-                         * and ends it (knet_worker_stop()). */
-                        kw->ring_fd_reg = io_uring_register_ring_fd(&kw->ring) == 1;
+                         * and ends it (knet_worker_stop(), where
+                         * io_uring_queue_exit() unregisters it). */
                         atomic_store_explicit(&kw->st.rings_fd_registered,
-                                              kw->ring_fd_reg ? 1 : 0, memory_order_relaxed);
+                                              io_uring_register_ring_fd(&kw->ring) == 1,
+                                              memory_order_relaxed);
                         kw->armed = 0;
                         atomic_store_explicit(&kw->st.rings_deferred,
                                               (p.flags & IORING_SETUP_DEFER_TASKRUN) ? 1 : 0,
@@ -477,9 +478,6 @@ static void knet_worker_stop(struct pc_worker *w, void *arg)
                 io_uring_submit_and_wait_timeout(&kw->ring, &cqe, 1, &ts, NULL);
                 reap(kw, UINT32_MAX);
         }
-        if (kw->ring_fd_reg)
-                io_uring_unregister_ring_fd(&kw->ring);
-        kw->ring_fd_reg = false;
         io_uring_queue_exit(&kw->ring);
         kw->ring_ok = false;
         if (kw->armed) {

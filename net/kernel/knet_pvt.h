@@ -172,7 +172,6 @@ struct kworker {
          * the eventfd, which the ring signals on each completion. */
         bool efd_sleep, wake_armed, wake_failed;
         struct io_uring ring;
-        bool ring_fd_reg; /* the ring is entered by its registered index */
         unsigned nconns;
         /* nconns plus the connections handed to this worker and not yet
          * taken, plus KNET_LOAD_OFF while @load_off (its ring failed):
