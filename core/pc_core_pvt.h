@@ -164,6 +164,8 @@ struct pc_worker {
         bool quiet_published;
         bool elastic;    /* elastic mode: stealable queue in use */
         bool spin_pause; /* the idle spin pauses: the core is shared (see idle()) */
+        bool poll_eager; /* a module waits on a near line: no clock read starts an idle spell */
+        bool clock_fresh; /* the last pass read the clock */
         /* The mode it schedules in (rt->mode as it last looked), stored
          * when it changes; others read it to see a switch applied. */
         _Atomic int mode;

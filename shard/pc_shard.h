@@ -52,6 +52,15 @@ struct pc_shard_opts {
         /** Threads of the blocking lane, 0 to PC_SHARD_BLOCKING_MAX;
          *  0 means no lane (pc_spawn_blocking() returns -ENOTSUP). */
         unsigned blocking_threads;
+        /** A pair whose call slots answer, timed one call in 64, faster than
+         *  this on average (ns) runs "near": the caller reuses the line of
+         *  its last answered call, and both workers look for the next one
+         *  eagerly (see pc_shard_stats.slot_calls_near). Default 200: the
+         *  round trip of two cores that share a cache, and not that of two
+         *  that talk across a socket or a host's far placement, where
+         *  eager looks take the line from its writer. 0: never near;
+         *  UINT32_MAX: always (tests). */
+        uint32_t call_near_ns;
 };
 
 /** Fill @o with the defaults. Any thread. */
@@ -264,6 +273,8 @@ struct pc_shard_stats {
         uint64_t blocking_done;   /**< blocking-lane completions it ran */
         uint64_t slot_calls;      /**< its pc_call()s that took a call slot (the
                                        latency path) rather than the ring */
+        uint64_t slot_calls_near; /**< of those, calls to a near callee that took
+                                       the line of the pair's last call */
 };
 
 /**

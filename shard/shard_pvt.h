@@ -33,7 +33,9 @@
                                 * ahead; a power of two, whole lines */
 #define PC_MBOX_COLD_POLLS 256 /* empty polls before a receiver lets a ring's bit go */
 #define PC_DB_WORDS (2 * PC_MAX_WORKERS / 64)
-#define PC_CSLOTS 4            /* call slots per (caller, callee) pair */
+#define PC_CSLOTS 4            /* call slots per (caller, callee) pair: a power of two, >= 2 */
+#define PC_CALL_NEAR_NS 200    /* default pc_shard_opts.call_near_ns */
+#define PC_CALL_TIME_EVERY 64  /* a caller times one slot call in this many (a power of two) */
 
 enum { MBOX_REQ = 0, MBOX_REP = 1 };
 
@@ -109,10 +111,18 @@ struct pc__cslot {
 
 _Static_assert(sizeof(struct pc__cslot) == PC_CACHE_LINE, "a call slot is one line");
 
+_Static_assert(PC_CSLOTS >= 2 && (PC_CSLOTS & (PC_CSLOTS - 1)) == 0,
+               "a slot call goes to the last call's slot or the next one");
+
 /* A caller's view of its call slots to one callee. Owner only. */
 struct pc__call_out {
         uint64_t posted, reaped; /* slot calls posted, and answered and run */
         uint32_t ring_calls;     /* calls on the ring whose replies are due */
+        uint32_t rtt_ns;         /* timed slot calls' round trip, averaged; 0: none yet */
+        uint64_t timed;          /* 1 + the slot call being timed; 0: none */
+        uint64_t timed_at;       /* pc__now() when it was posted */
+        uint8_t slot;            /* the slot of the last call posted */
+        bool near;               /* the pair runs near (mailbox.c, "Near and far") */
         struct {
                 void (*done)(void *result, void *done_arg);
                 void *done_arg;
@@ -157,6 +167,7 @@ struct pc__shard_counters {
         _Atomic uint64_t space_waits;
         _Atomic uint64_t blocking_done;
         _Atomic uint64_t slot_calls;
+        _Atomic uint64_t slot_calls_near;
 };
 
 struct pc__shard;
@@ -185,6 +196,13 @@ struct pc__shard_worker {
         uint32_t *fenced_head;         /* [2N]: inbound ring's head at the last fence after it */
         struct pc__call_out *cout;     /* [N]: call slots to each callee */
         uint64_t *slot_next;           /* [N]: the next slot call due from each caller */
+        uint8_t *slot_last;            /* [N]: the slot each caller's last call took */
+        uint32_t near_ns;              /* pc_shard_opts.call_near_ns */
+        bool time_calls;               /* near_ns neither 0 (never) nor UINT32_MAX (always) */
+        /* Bit 2 * peer + MBOX_REP: a near callee we call; 2 * peer +
+         * MBOX_REQ: a caller that calls us near (mailbox.c, "Near and far"). */
+        uint64_t near[PC_DB_WORDS];
+        unsigned near_pairs;           /* bits set in near */
         struct pc__shard_counters c PC_ALIGNED; /* read by pc_shard_stats() */
 } PC_ALIGNED;
 
@@ -194,6 +212,7 @@ struct pc__shard {
         struct pc_runtime *rt;
         unsigned n;
         uint32_t ring_size;
+        uint32_t near_ns;   /* pc_shard_opts.call_near_ns */
         size_t req_stride;  /* bytes per request ring: header + slots */
         size_t pair_stride; /* bytes per (src, dst) pair: request + reply ring */
         size_t in_bytes;    /* bytes per receiver block: header, rings, call slots */

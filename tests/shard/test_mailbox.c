@@ -753,6 +753,176 @@ static void test_ping_pong_parking(void **state)
         pc_runtime_destroy(P.rt);
 }
 
+/* ---- call chains on near and far slots ----------------------------------- */
+
+/*
+ * Every worker runs a chain of calls to every other: mostly one call at a
+ * time, the next posted from the last one's done (the pattern that reuses
+ * a near pair's slot), now and then a burst of 2-4 (the slots after it,
+ * then the ring), and a submit before every 8th step (the ring again, so
+ * the calls behind it wait for it). Calls and submits share each pair's
+ * sequence: the callee checks one order for both paths, the caller the
+ * order of its dones. Run with the pair forced near, never near, and near
+ * by the timing (a threshold no round trip reaches), parking and spinning.
+ */
+#define NW 3
+
+static struct {
+        struct pc_runtime *rt;
+        uint64_t steps;                  /* steps per chain */
+        uint64_t seq[NW][NW];            /* [src][dst] next seq, by src */
+        uint64_t expect[NW][NW];         /* [dst][src] next seq, by dst */
+        uint64_t back[NW][NW];           /* [src][dst] dones so far, by src */
+        uint64_t step[NW][NW];           /* [src][dst] steps taken, by src */
+        unsigned out[NW][NW];            /* [src][dst] calls out, by src */
+        uint64_t last_done[NW][NW];      /* [src][dst] seq + 1 of the last done */
+        _Atomic uint64_t calls, dones, bad;
+        _Atomic unsigned chains_done;
+} NC;
+
+static void nc_check(void *arg)
+{
+        unsigned me = (unsigned)pc_worker_id();
+
+        if (DST(arg) != me || SEQ(arg) != NC.expect[me][SRC(arg)]++)
+                atomic_fetch_add(&NC.bad, 1);
+}
+
+static void nc_submit(void *arg)
+{
+        nc_check(arg);
+}
+
+static void *nc_fn(void *arg)
+{
+        nc_check(arg);
+        return (void *)((uintptr_t)arg ^ 0x5a5a);
+}
+
+static void nc_step(unsigned me, unsigned dst);
+
+static void nc_done(void *result, void *arg)
+{
+        unsigned me = (unsigned)pc_worker_id(), dst = DST(arg);
+
+        if (((uintptr_t)result ^ 0x5a5a) != (uintptr_t)arg || SRC(arg) != me ||
+            SEQ(arg) + 1 <= NC.last_done[me][dst])
+                atomic_fetch_add(&NC.bad, 1);
+        NC.last_done[me][dst] = SEQ(arg) + 1;
+        NC.back[me][dst]++;
+        atomic_fetch_add(&NC.dones, 1);
+        if (--NC.out[me][dst] == 0)
+                nc_step(me, dst);
+}
+
+static void nc_step(unsigned me, unsigned dst)
+{
+        uint64_t k = NC.step[me][dst]++;
+        unsigned calls = k % 16 == 15 ? 2 + (unsigned)(k / 16 % 3) : 1;
+
+        if (k == NC.steps) {
+                if (atomic_fetch_add(&NC.chains_done, 1) + 1 == NW * (NW - 1))
+                        pc_runtime_stop(NC.rt);
+                return;
+        }
+        if (k % 8 == 7 && pc_submit(dst, nc_submit, PACK(me, dst, NC.seq[me][dst]++)) != 0)
+                atomic_fetch_add(&NC.bad, 1);
+        NC.out[me][dst] = calls;
+        for (unsigned i = 0; i < calls; i++) {
+                void *a = PACK(me, dst, NC.seq[me][dst]++);
+
+                atomic_fetch_add(&NC.calls, 1);
+                if (pc_call(dst, nc_fn, a, nc_done, a) != 0)
+                        atomic_fetch_add(&NC.bad, 1);
+        }
+}
+
+static void nc_start(void *arg)
+{
+        unsigned me = (unsigned)pc_worker_id();
+
+        (void)arg;
+        for (unsigned d = 0; d < NW; d++)
+                if (d != me)
+                        nc_step(me, d);
+}
+
+static void nc_main(void *arg)
+{
+        (void)arg;
+        for (unsigned w = 0; w < NW; w++)
+                pc_spawn_on(w, nc_start, NULL);
+}
+
+/* Returns the slot calls that took a near pair's last line. */
+static uint64_t run_call_chains(uint32_t near_ns, enum pc_idle idle)
+{
+        struct pc_shard_opts so;
+        struct pc_config cfg;
+        struct pc_shard_stats st;
+        struct watchdog wd;
+        uint64_t slotted = 0, near = 0, sent = 0, recv = 0;
+
+        memset(&NC, 0, sizeof(NC));
+        pc_test_config(&cfg, NW);
+        cfg.idle = idle;
+        assert_int_equal(pc_runtime_create(&cfg, &NC.rt), 0);
+        pc_shard_opts_init(&so);
+        assert_int_equal(so.call_near_ns, 200);
+        so.call_near_ns = near_ns;
+        assert_int_equal(pc_shard_init(NC.rt, &so), 0);
+        NC.steps = pc_test_scaled(20000);
+        watchdog_start(&wd, NC.rt, 120);
+        assert_int_equal(pc_runtime_run(NC.rt, nc_main, NULL), 0);
+        assert_false(watchdog_end(&wd));
+        assert_int_equal(atomic_load(&NC.bad), 0);
+        assert_int_equal(atomic_load(&NC.chains_done), NW * (NW - 1));
+        assert_int_equal(atomic_load(&NC.dones), atomic_load(&NC.calls));
+        for (unsigned s = 0; s < NW; s++)
+                for (unsigned d = 0; d < NW; d++)
+                        assert_int_equal(NC.expect[d][s], NC.seq[s][d]);
+        for (unsigned w = 0; w < NW; w++) {
+                assert_int_equal(pc_shard_stats(NC.rt, w, &st), 0);
+                slotted += st.slot_calls;
+                near += st.slot_calls_near;
+                sent += st.sent;
+                recv += st.received;
+                assert_true(st.slot_calls_near <= st.slot_calls);
+        }
+        assert_int_equal(recv, sent);
+        /* Both paths carried calls: the slots, and the ring behind a submit. */
+        assert_true(slotted > 0);
+        assert_true(slotted < atomic_load(&NC.calls));
+        assert_nodes_home(NC.rt);
+        pc_runtime_destroy(NC.rt);
+        return near;
+}
+
+static void test_call_chains_near(void **state)
+{
+        (void)state;
+        assert_true(run_call_chains(UINT32_MAX, PC_IDLE_PARK) > 0);
+        assert_true(run_call_chains(UINT32_MAX, PC_IDLE_ADAPTIVE) > 0);
+}
+
+static void test_call_chains_far(void **state)
+{
+        (void)state;
+        assert_int_equal(run_call_chains(0, PC_IDLE_PARK), 0);
+        assert_int_equal(run_call_chains(0, PC_IDLE_ADAPTIVE), 0);
+        /* Timed, against a bound no round trip is under: never near. */
+        assert_int_equal(run_call_chains(1, PC_IDLE_PARK), 0);
+}
+
+/* The timing path: every round trip is under the bound, so each pair
+ * turns near after its first timed call. */
+static void test_call_chains_timed_near(void **state)
+{
+        (void)state;
+        assert_true(run_call_chains(UINT32_MAX - 1, PC_IDLE_PARK) > 0);
+        assert_true(run_call_chains(UINT32_MAX - 1, PC_IDLE_ADAPTIVE) > 0);
+}
+
 /* ---- idle polls inspect no ring, with 64 workers ------------------------- */
 
 #define IW 64
@@ -878,6 +1048,9 @@ int main(void)
                 cmocka_unit_test(test_burst_errors),
                 cmocka_unit_test(test_burst_into_full_ring),
                 cmocka_unit_test(test_stop_mid_storm_loses_nothing),
+                cmocka_unit_test(test_call_chains_near),
+                cmocka_unit_test(test_call_chains_far),
+                cmocka_unit_test(test_call_chains_timed_near),
                 cmocka_unit_test(test_overflow_sender_sleeps_and_is_woken),
                 cmocka_unit_test(test_ping_pong_parking),
                 cmocka_unit_test(test_idle_poll_inspects_no_ring),
