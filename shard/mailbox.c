@@ -704,44 +704,64 @@ static inline unsigned oldest_slot(const struct pc__call_out *co)
         return (co->slot - (unsigned)(co->posted - 1 - co->reaped)) & (PC_CSLOTS - 1);
 }
 
-/* Where call @c of @caller is, if posted: the slot of call c - 1 (@last)
- * or the next; -1 when neither holds it yet. The likelier one first.
+/* A slot's seq: call c posted, with the caller's near bit; answered. */
+static inline uint64_t seq_posted(uint64_t c, bool near)
+{
+        return (2 * c + 1) << 1 | near;
+}
+
+static inline uint64_t seq_answered(uint64_t c)
+{
+        return (2 * c + 2) << 1;
+}
+
+/* Where call @c of @caller is, if posted: in the slot after that of call
+ * c - 1 (@last), or, while the pair is near for us (@near), in @last
+ * itself first; -1 when not posted yet. *@told: the call's near bit.
  * @order: seq_cst for let_go()'s second look, else acquire. */
 static inline int slot_find(const struct pc__shard_worker *sw, unsigned caller, uint64_t c,
-                            unsigned last, bool near, memory_order order)
+                            unsigned last, bool near, bool *told, memory_order order)
 {
-        unsigned a = near ? last : (last + 1) & (PC_CSLOTS - 1);
-        unsigned b = near ? (last + 1) & (PC_CSLOTS - 1) : last;
+        unsigned next = (last + 1) & (PC_CSLOTS - 1);
+        uint64_t v;
 
-        if (atomic_load_explicit(&cslot(sw->sh, sw->id, caller, a)->seq, order) == 2 * c + 1)
-                return (int)a;
-        if (atomic_load_explicit(&cslot(sw->sh, sw->id, caller, b)->seq, order) == 2 * c + 1)
-                return (int)b;
-        return -1;
+        if (near) {
+                v = atomic_load_explicit(&cslot(sw->sh, sw->id, caller, last)->seq, order);
+                if (v >> 1 == 2 * c + 1) {
+                        *told = v & 1;
+                        return (int)last;
+                }
+        }
+        v = atomic_load_explicit(&cslot(sw->sh, sw->id, caller, next)->seq, order);
+        if (v >> 1 != 2 * c + 1)
+                return -1;
+        *told = v & 1;
+        return (int)next;
 }
 
 /* The callee: run the slot calls @caller posted, in order, answering
  * each in its line (at most PC_CSLOTS: a caller that keeps posting waits
- * for the next poll). */
+ * for the next poll). Each call's near bit says where to look for the
+ * next one (see "Near and far"). */
 static unsigned slot_serve(struct pc__shard_worker *sw, unsigned caller)
 {
         unsigned idx = 2 * caller + MBOX_REQ, last = sw->slot_last[caller], n = 0;
         uint64_t c = sw->slot_next[caller];
 
         for (; n < PC_CSLOTS; n++, c++) {
-                bool near = (sw->near[idx / 64] >> (idx % 64)) & 1;
-                int k = slot_find(sw, caller, c, last, near, memory_order_acquire);
+                bool near = (sw->near[idx / 64] >> (idx % 64)) & 1, told;
+                int k = slot_find(sw, caller, c, last, near, &told, memory_order_acquire);
                 struct pc__cslot *s;
 
                 if (k < 0)
                         break;
-                near_set(sw, idx, (unsigned)k == last);
+                near_set(sw, idx, told);
                 last = (unsigned)k;
                 s = cslot(sw->sh, sw->id, caller, last);
                 pc__count_recv(sw->w, 1);
                 pc__shard_bump(&sw->c.received, 1);
                 s->result = s->fn(s->arg);
-                atomic_store_explicit(&s->seq, 2 * c + 2, memory_order_release);
+                atomic_store_explicit(&s->seq, seq_answered(c), memory_order_release);
                 pc__count_sent(sw->w, 1);
                 pc__shard_bump(&sw->c.sent, 1);
         }
@@ -786,7 +806,7 @@ static unsigned slot_reap(struct pc__shard_worker *sw, unsigned callee)
                 void (*done)(void *, void *);
                 void *result, *done_arg;
 
-                if (atomic_load_explicit(&s->seq, memory_order_acquire) != 2 * c + 2)
+                if (atomic_load_explicit(&s->seq, memory_order_acquire) != seq_answered(c))
                         break;
                 result = s->result;
                 done = co->pend[k].done;
@@ -815,14 +835,18 @@ static bool slot_ready(struct pc__shard_worker *sw, unsigned idx)
 
         if (peer == sw->id)
                 return false;
-        if (idx % 2 == MBOX_REQ)
-                return slot_find(sw, peer, sw->slot_next[peer], sw->slot_last[peer], false,
+        if (idx % 2 == MBOX_REQ) {
+                bool told;
+
+                return slot_find(sw, peer, sw->slot_next[peer], sw->slot_last[peer],
+                                 (sw->near[idx / 64] >> (idx % 64)) & 1, &told,
                                  memory_order_seq_cst) >= 0;
+        }
         co = &sw->cout[peer];
         c = co->reaped;
         return c != co->posted &&
                atomic_load_explicit(&cslot(sw->sh, peer, sw->id, oldest_slot(co))->seq,
-                                    memory_order_seq_cst) == 2 * c + 2;
+                                    memory_order_seq_cst) == seq_answered(c);
 }
 
 /* At the end of a poll, start the line transfers a near pair waits for:
@@ -1338,16 +1362,19 @@ static int slot_post(struct pc__shard_worker *sw, unsigned dst, void *(*fn)(void
         bool alone = c == co->reaped;
         struct pc__cslot *s;
 
-        if (alone && co->near)
+        /* The callee looks in the last call's slot only once it has seen
+         * a call that said near: the first near call takes the next one. */
+        if (alone && co->near && co->told)
                 pc__shard_bump(&sw->c.slot_calls_near, 1);
         else
                 co->slot = (co->slot + 1) & (PC_CSLOTS - 1);
+        co->told = co->near;
         s = cslot(sw->sh, dst, sw->id, co->slot);
         co->pend[co->slot].done = done;
         co->pend[co->slot].done_arg = done_arg;
         s->fn = fn;
         s->arg = arg;
-        atomic_store_explicit(&s->seq, 2 * c + 1, memory_order_release);
+        atomic_store_explicit(&s->seq, seq_posted(c, co->near), memory_order_release);
         if (unlikely((c & (PC_CALL_TIME_EVERY - 1)) == 0) && alone && co->timed == 0 &&
             sw->time_calls) {
                 co->timed = c + 1;

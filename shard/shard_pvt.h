@@ -103,7 +103,8 @@ _Static_assert(sizeof(struct pc__ring) == 2 * PC_CACHE_LINE, "ring header is two
  * and answered in place by the callee (result, then seq).
  */
 struct pc__cslot {
-        _Atomic uint64_t seq; /* 2c + 1: the pair's slot call c posted; 2c + 2: answered */
+        _Atomic uint64_t seq; /* (2c + 1) << 1 | near: the pair's slot call c posted;
+                               * (2c + 2) << 1: answered (mailbox.c) */
         void *(*fn)(void *arg);
         void *arg;
         void *result;
@@ -123,6 +124,7 @@ struct pc__call_out {
         uint64_t timed_at;       /* pc__now() when it was posted */
         uint8_t slot;            /* the slot of the last call posted */
         bool near;               /* the pair runs near (mailbox.c, "Near and far") */
+        bool told;               /* the last call posted said near */
         struct {
                 void (*done)(void *result, void *done_arg);
                 void *done_arg;
