@@ -105,22 +105,26 @@
  * posted or answered, received when taken), and let_go() and the sleep
  * check look at the slots as at the rings, so the fences above hold.
  * Which slot a call takes: the one after the pair's last call, or, when
- * the pair runs near (below) and the last call is answered and done, that
- * same slot again. The calls out are thus always in consecutive slots
- * (the caller finds the oldest one's from the newest's), and the callee
- * looks for call c in the slot of call c - 1, then in the next one: seq
- * tells which holds it, and nothing else need be said.
+ * the pair runs near (below), the last call is answered and done, and
+ * that call said near, that same slot again. The calls out are thus
+ * always in consecutive slots (the caller finds the oldest one's from the
+ * newest's). Each posted seq carries the caller's near bit; the callee
+ * keeps the bit of the last call it served and looks for call c in the
+ * slot after call c - 1's, and, only while that bit is set, first in call
+ * c - 1's own: a caller turning near says so in a call in the next slot
+ * before it reuses one, so a far pair's callee loads one line a poll.
  *
  * Near and far. Where the two workers share a cache (SMT siblings, or
  * cores of one cache), a line crosses in ~30-70 ns, and what is
  * around the transfer counts: on a 2-vCPU guest whose line round trip
- * was ~61 ns, 4 rotating slots answered in ~121 ns, and one reused slot,
- * a prefetch of the awaited line at the end of each poll and no clock
- * read on the first idle pass after work (core/worker.c, poll_eager) in
- * ~85 ns. Where they do not (the same guest at ~410 ns, a socket away),
- * each of those is a loss: the reused line is written while the other
- * side still reads it, and an eager look takes a line back from its
- * writer (~350 ns rotating, ~430 with all three). So the caller times one
+ * was 55-62 ns, 4 rotating slots answered in 112-119 ns, and one reused
+ * slot, a prefetch of the awaited line at the end of each poll and no
+ * clock read on the first idle pass after work (core/worker.c,
+ * poll_eager) in 96-100 ns (the clock read alone ~11 ns of it). Where
+ * they do not (the same guest at ~410 ns, a socket away), those are a
+ * loss: the reused line is written while the other side still reads it,
+ * and an eager look takes a line back from its writer (~350 ns rotating,
+ * ~430 with all three). So the caller times one
  * slot call in PC_CALL_TIME_EVERY (posted with none out, the round trip
  * to its done) and runs the pair near while the average stays under
  * pc_shard_opts.call_near_ns (out again above 1.5 times that): it then
