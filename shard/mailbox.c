@@ -104,15 +104,17 @@
  * A slot call counts as a message each way for the drain (sent when
  * posted or answered, received when taken), and let_go() and the sleep
  * check look at the slots as at the rings, so the fences above hold.
- * Which slot a call takes: the one after the pair's last call, or, when
- * the pair runs near (below), the last call is answered and done, and
- * that call said near, that same slot again. The calls out are thus
- * always in consecutive slots (the caller finds the oldest one's from the
- * newest's). Each posted seq carries the caller's near bit; the callee
- * keeps the bit of the last call it served and looks for call c in the
- * slot after call c - 1's, and, only while that bit is set, first in call
- * c - 1's own: a caller turning near says so in a call in the next slot
- * before it reuses one, so a far pair's callee loads one line a poll.
+ * Which slot a call takes: call c goes in slot (c + off) % PC_CSLOTS,
+ * the one after call c - 1's; but when the pair runs near (below), call
+ * c - 1 is answered and done, and it said near, call c takes that same
+ * slot again, and off moves down by one (so it moves only with no call
+ * out, and every call out is in its slot by the one offset). Each posted
+ * seq carries the caller's near bit; the callee keeps the bit of the last
+ * call it served and its own copy of off, and looks for call c in its
+ * slot, and, only while that bit is set, first in call c - 1's (found
+ * there: off moves down for it too). A caller turning near says so in a
+ * call in its own slot before it reuses one, so a far pair's callee loads
+ * one line a poll, and a far pair's ends keep their offsets unchanged.
  *
  * Near and far. Where the two workers share a cache (SMT siblings, or
  * cores of one cache), a line crosses in ~30-70 ns, and what is
@@ -702,10 +704,18 @@ static inline void near_set(struct pc__shard_worker *sw, unsigned idx, bool on)
         sw->w->poll_eager = sw->near_pairs != 0;
 }
 
-/* The slot of the caller's oldest call out to @callee. */
+/* The slot of call @c of a pair whose reuses have moved its slots by
+ * @off (see "Call slots"). */
+static inline unsigned slot_of(uint64_t c, uint8_t off)
+{
+        return (unsigned)(c + off) & (PC_CSLOTS - 1);
+}
+
+/* The slot of the caller's oldest call out to @callee: the calls out all
+ * came after the last reuse, so one offset serves them all. */
 static inline unsigned oldest_slot(const struct pc__call_out *co)
 {
-        return (co->slot - (unsigned)(co->posted - 1 - co->reaped)) & (PC_CSLOTS - 1);
+        return slot_of(co->reaped, co->off);
 }
 
 /* A slot's seq: call c posted, with the caller's near bit; answered. */
@@ -719,28 +729,34 @@ static inline uint64_t seq_answered(uint64_t c)
         return (2 * c + 2) << 1;
 }
 
-/* Where call @c of @caller is, if posted: in the slot after that of call
- * c - 1 (@last), or, while the pair is near for us (@near), in @last
- * itself first; -1 when not posted yet. *@told: the call's near bit.
- * @order: seq_cst for let_go()'s second look, else acquire. */
+/* Where call @c of @caller is, if posted: in its slot by the pair's
+ * offset @off, or, while the pair is near for us (@near), first in call
+ * c - 1's (*@reused: then the offset moves down by one); -1 when not
+ * posted yet. *@told: the call's near bit. @order: seq_cst for let_go()'s
+ * second look, else acquire. */
 static inline int slot_find(const struct pc__shard_worker *sw, unsigned caller, uint64_t c,
-                            unsigned last, bool near, bool *told, memory_order order)
+                            uint8_t off, bool near, bool *told, bool *reused,
+                            memory_order order)
 {
-        unsigned next = (last + 1) & (PC_CSLOTS - 1);
+        unsigned k;
         uint64_t v;
 
         if (near) {
-                v = atomic_load_explicit(&cslot(sw->sh, sw->id, caller, last)->seq, order);
+                k = slot_of(c - 1, off);
+                v = atomic_load_explicit(&cslot(sw->sh, sw->id, caller, k)->seq, order);
                 if (v >> 1 == 2 * c + 1) {
                         *told = v & 1;
-                        return (int)last;
+                        *reused = true;
+                        return (int)k;
                 }
         }
-        v = atomic_load_explicit(&cslot(sw->sh, sw->id, caller, next)->seq, order);
+        k = slot_of(c, off);
+        v = atomic_load_explicit(&cslot(sw->sh, sw->id, caller, k)->seq, order);
         if (v >> 1 != 2 * c + 1)
                 return -1;
         *told = v & 1;
-        return (int)next;
+        *reused = false;
+        return (int)k;
 }
 
 /* The callee: run the slot calls @caller posted, in order, answering
@@ -749,19 +765,21 @@ static inline int slot_find(const struct pc__shard_worker *sw, unsigned caller, 
  * next one (see "Near and far"). */
 static unsigned slot_serve(struct pc__shard_worker *sw, unsigned caller)
 {
-        unsigned idx = 2 * caller + MBOX_REQ, last = sw->slot_last[caller], n = 0;
+        unsigned idx = 2 * caller + MBOX_REQ, n = 0;
         uint64_t c = sw->slot_next[caller];
+        uint8_t off = sw->slot_off[caller];
 
         for (; n < PC_CSLOTS; n++, c++) {
-                bool near = (sw->near[idx / 64] >> (idx % 64)) & 1, told;
-                int k = slot_find(sw, caller, c, last, near, &told, memory_order_acquire);
+                bool near = (sw->near[idx / 64] >> (idx % 64)) & 1, told, reused;
+                int k = slot_find(sw, caller, c, off, near, &told, &reused,
+                                  memory_order_acquire);
                 struct pc__cslot *s;
 
                 if (k < 0)
                         break;
                 near_set(sw, idx, told);
-                last = (unsigned)k;
-                s = cslot(sw->sh, sw->id, caller, last);
+                off -= reused;
+                s = cslot(sw->sh, sw->id, caller, (unsigned)k);
                 pc__count_recv(sw->w, 1);
                 pc__shard_bump(&sw->c.received, 1);
                 s->result = s->fn(s->arg);
@@ -771,7 +789,8 @@ static unsigned slot_serve(struct pc__shard_worker *sw, unsigned caller)
         }
         if (n) {
                 sw->slot_next[caller] = c;
-                sw->slot_last[caller] = (uint8_t)last;
+                if (off != sw->slot_off[caller])
+                        sw->slot_off[caller] = off;
                 notify(sw, 2 * caller + MBOX_REP);
         }
         return n;
@@ -840,10 +859,10 @@ static bool slot_ready(struct pc__shard_worker *sw, unsigned idx)
         if (peer == sw->id)
                 return false;
         if (idx % 2 == MBOX_REQ) {
-                bool told;
+                bool told, reused;
 
-                return slot_find(sw, peer, sw->slot_next[peer], sw->slot_last[peer],
-                                 (sw->near[idx / 64] >> (idx % 64)) & 1, &told,
+                return slot_find(sw, peer, sw->slot_next[peer], sw->slot_off[peer],
+                                 (sw->near[idx / 64] >> (idx % 64)) & 1, &told, &reused,
                                  memory_order_seq_cst) >= 0;
         }
         co = &sw->cout[peer];
@@ -864,8 +883,9 @@ static void near_prefetch(const struct pc__shard_worker *sw)
                         const struct pc__call_out *co = &sw->cout[peer];
 
                         if (idx % 2 == MBOX_REQ)
-                                __builtin_prefetch(
-                                        cslot(sw->sh, sw->id, peer, sw->slot_last[peer]));
+                                __builtin_prefetch(cslot(
+                                        sw->sh, sw->id, peer,
+                                        slot_of(sw->slot_next[peer] - 1, sw->slot_off[peer])));
                         else if (co->reaped != co->posted)
                                 __builtin_prefetch(cslot(sw->sh, peer, sw->id, oldest_slot(co)));
                 }
@@ -1165,7 +1185,7 @@ static void shard_free(struct pc__shard *sh)
                         free(sh->sw[i]->fenced_head);
                         free(sh->sw[i]->cout);
                         free(sh->sw[i]->slot_next);
-                        free(sh->sw[i]->slot_last);
+                        free(sh->sw[i]->slot_off);
                         free(sh->sw[i]->out);
                         free(sh->sw[i]);
                 }
@@ -1262,9 +1282,9 @@ static int alloc_worker(struct pc__shard *sh, unsigned id)
         sw->fenced_head = line_calloc(2 * (size_t)sh->n, sizeof(*sw->fenced_head));
         sw->cout = line_calloc(sh->n, sizeof(*sw->cout));
         sw->slot_next = line_calloc(sh->n, sizeof(*sw->slot_next));
-        sw->slot_last = line_calloc(sh->n, sizeof(*sw->slot_last));
+        sw->slot_off = line_calloc(sh->n, sizeof(*sw->slot_off));
         if (sw->out == NULL || sw->empty_polls == NULL || sw->fenced_head == NULL ||
-            sw->cout == NULL || sw->slot_next == NULL || sw->slot_last == NULL)
+            sw->cout == NULL || sw->slot_next == NULL || sw->slot_off == NULL)
                 return -ENOMEM;
         sw->near_ns = sh->near_ns;
         sw->time_calls = sh->near_ns != 0 && sh->near_ns != UINT32_MAX;
@@ -1365,17 +1385,23 @@ static int slot_post(struct pc__shard_worker *sw, unsigned dst, void *(*fn)(void
         uint64_t c = co->posted++;
         bool alone = c == co->reaped;
         struct pc__cslot *s;
+        unsigned k;
 
         /* The callee looks in the last call's slot only once it has seen
-         * a call that said near: the first near call takes the next one. */
-        if (alone && co->near && co->told)
-                pc__shard_bump(&sw->c.slot_calls_near, 1);
-        else
-                co->slot = (co->slot + 1) & (PC_CSLOTS - 1);
-        co->told = co->near;
-        s = cslot(sw->sh, dst, sw->id, co->slot);
-        co->pend[co->slot].done = done;
-        co->pend[co->slot].done_arg = done_arg;
+         * a call that said near: the first near call takes its own. */
+        if (unlikely(co->near)) {
+                if (alone && co->told) {
+                        co->off--;
+                        pc__shard_bump(&sw->c.slot_calls_near, 1);
+                }
+                co->told = true;
+        } else if (unlikely(co->told)) {
+                co->told = false;
+        }
+        k = slot_of(c, co->off);
+        s = cslot(sw->sh, dst, sw->id, k);
+        co->pend[k].done = done;
+        co->pend[k].done_arg = done_arg;
         s->fn = fn;
         s->arg = arg;
         atomic_store_explicit(&s->seq, seq_posted(c, co->near), memory_order_release);

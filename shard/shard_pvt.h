@@ -122,7 +122,7 @@ struct pc__call_out {
         uint32_t rtt_ns;         /* timed slot calls' round trip, averaged; 0: none yet */
         uint64_t timed;          /* 1 + the slot call being timed; 0: none */
         uint64_t timed_at;       /* pc__now() when it was posted */
-        uint8_t slot;            /* the slot of the last call posted */
+        uint8_t off;             /* call c's slot: (c + off) % PC_CSLOTS (mailbox.c) */
         bool near;               /* the pair runs near (mailbox.c, "Near and far") */
         bool told;               /* the last call posted said near */
         struct {
@@ -198,7 +198,7 @@ struct pc__shard_worker {
         uint32_t *fenced_head;         /* [2N]: inbound ring's head at the last fence after it */
         struct pc__call_out *cout;     /* [N]: call slots to each callee */
         uint64_t *slot_next;           /* [N]: the next slot call due from each caller */
-        uint8_t *slot_last;            /* [N]: the slot each caller's last call took */
+        uint8_t *slot_off;             /* [N]: each caller's slot offset (mailbox.c) */
         uint32_t near_ns;              /* pc_shard_opts.call_near_ns */
         bool time_calls;               /* near_ns neither 0 (never) nor UINT32_MAX (always) */
         /* Bit 2 * peer + MBOX_REP: a near callee we call; 2 * peer +
