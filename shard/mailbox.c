@@ -131,8 +131,8 @@
  * to its done) and runs the pair near while the average stays under
  * pc_shard_opts.call_near_ns (out again above 1.5 times that): it then
  * reuses the slot, prefetches the awaited line, and makes its worker
- * poll eagerly; a callee that finds a call in its last call's line does
- * the same for the pair's next one, until a call comes in the next line.
+ * poll eagerly; a callee does the same for the pair's next call while
+ * the last call it served said near.
  * A pair that is slow for any reason (a busy or parked callee) runs far,
  * as before this existed.
  *
@@ -704,6 +704,12 @@ static inline void near_set(struct pc__shard_worker *sw, unsigned idx, bool on)
         sw->w->poll_eager = sw->near_pairs != 0;
 }
 
+/* Whether the pair behind ring @idx is near for us. */
+static inline bool near_bit(const struct pc__shard_worker *sw, unsigned idx)
+{
+        return (sw->near[idx / 64] >> (idx % 64)) & 1;
+}
+
 /* The slot of call @c of a pair whose reuses have moved its slots by
  * @off (see "Call slots"). */
 static inline unsigned slot_of(uint64_t c, uint8_t off)
@@ -770,8 +776,8 @@ static unsigned slot_serve(struct pc__shard_worker *sw, unsigned caller)
         uint8_t off = sw->slot_off[caller];
 
         for (; n < PC_CSLOTS; n++, c++) {
-                bool near = (sw->near[idx / 64] >> (idx % 64)) & 1, told, reused;
-                int k = slot_find(sw, caller, c, off, near, &told, &reused,
+                bool told, reused;
+                int k = slot_find(sw, caller, c, off, near_bit(sw, idx), &told, &reused,
                                   memory_order_acquire);
                 struct pc__cslot *s;
 
@@ -804,9 +810,12 @@ static void call_timed(struct pc__shard_worker *sw, unsigned callee, uint64_t ns
         uint64_t lim = (uint64_t)sw->near_ns, avg;
 
         /* A parked or busy callee's round trip says nothing of the line:
-         * clamped, it cannot hold the average up for long. */
+         * clamped, it cannot hold the average up for long (nor overflow
+         * it: a bound near UINT32_MAX clamps at UINT32_MAX). */
         if (ns > 2 * lim)
                 ns = 2 * lim;
+        if (ns > UINT32_MAX)
+                ns = UINT32_MAX;
         avg = co->rtt_ns ? co->rtt_ns - co->rtt_ns / 4 + ns / 4 : ns;
         co->rtt_ns = (uint32_t)avg;
         if (!co->near && avg < lim)
@@ -862,7 +871,7 @@ static bool slot_ready(struct pc__shard_worker *sw, unsigned idx)
                 bool told, reused;
 
                 return slot_find(sw, peer, sw->slot_next[peer], sw->slot_off[peer],
-                                 (sw->near[idx / 64] >> (idx % 64)) & 1, &told, &reused,
+                                 near_bit(sw, idx), &told, &reused,
                                  memory_order_seq_cst) >= 0;
         }
         co = &sw->cout[peer];
