@@ -165,6 +165,7 @@ struct pc_worker {
         bool elastic;    /* elastic mode: stealable queue in use */
         bool spin_pause; /* the idle spin pauses: the core is shared (see idle()) */
         bool poll_eager; /* a module waits on a near line: no clock read starts an idle spell */
+        bool poll_pace;  /* a module waits on far lines: the idle spin pauses (idle()) */
         bool clock_fresh; /* the last pass read the clock */
         /* The mode it schedules in (rt->mode as it last looked), stored
          * when it changes; others read it to see a switch applied. */

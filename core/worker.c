@@ -39,7 +39,9 @@ static uint64_t splitmix64(uint64_t x)
  * 25 of 50 ns on an EPYC, time in which a message that arrived waits).
  * So it pauses when the core has another online thread, or when it is
  * not pinned and cannot know; a worker alone on its core polls flat out,
- * as a DPDK or Seastar poll loop does.
+ * as a DPDK or Seastar poll loop does, except while a module says its
+ * looks slow a far line's writer (poll_pace: shard/mailbox.c, "Near and
+ * far").
  */
 static bool spin_pauses(const struct pc_runtime *rt, int cpu)
 {
@@ -614,7 +616,7 @@ static bool idle(struct pc_worker *w, uint64_t now)
                 w->idle_since = now;
         if (rt->cfg.idle == PC_IDLE_POLL ||
             (rt->cfg.idle == PC_IDLE_ADAPTIVE && now - w->idle_since < w->spin_ns)) {
-                if (w->spin_pause)
+                if (w->spin_pause || w->poll_pace)
                         pc__cpu_relax();
                 return false;
         }

@@ -85,10 +85,11 @@
  * Call slots. A pc_call() between two workers takes the latency path when
  * nothing else of the pair is in the way: PC_CSLOTS one-line slots per
  * (caller, callee) pair in the callee's block. The caller writes fn and
- * arg, then seq = 2c + 1 (release) for its c-th slot call, in slot
- * c % PC_CSLOTS, and rings or rechecks the pair's request bit as a
+ * arg, then seq (release: seq_posted(), 2c + 1 for its c-th slot call,
+ * beside its view of the pair's placement) in the call's slot, and rings
+ * or rechecks the pair's request bit as a
  * publication does; the callee, draining that bit, runs the call and
- * answers in the same line (result, then seq = 2c + 2), then rings or
+ * answers in the same line (result, then seq_answered(), 2c + 2), then rings or
  * rechecks the caller's reply bit; the caller, draining that one, runs
  * done. With both awake that is one line transfer each way, against a
  * slot, a tail and a doorbell line each way on the rings, and nothing
@@ -109,9 +110,10 @@
  * c - 1 is answered and done, and it said near, call c takes that same
  * slot again, and off moves down by one (so it moves only with no call
  * out, and every call out is in its slot by the one offset). Each posted
- * seq carries the caller's near bit; the callee keeps the bit of the last
- * call it served and its own copy of off, and looks for call c in its
- * slot, and, only while that bit is set, first in call c - 1's (found
+ * seq carries what the caller knows of the placement (near, far, or not
+ * timed); the callee keeps that of the last call it served and its own
+ * copy of off, and looks for call c in its
+ * slot, and, only while the pair is near, first in call c - 1's (found
  * there: off moves down for it too). A caller turning near says so in a
  * call in its own slot before it reuses one, so a far pair's callee loads
  * one line a poll, and a far pair's ends keep their offsets unchanged.
@@ -135,6 +137,16 @@
  * the last call it served said near.
  * A pair that is slow for any reason (a busy or parked callee) runs far,
  * as before this existed.
+ * Far, the other way round, a look costs its writer: an idle worker's
+ * spin looks at the awaited line every ~15 ns, and each look can take the
+ * line from the other side while its store waits to complete. On that
+ * guest at ~395 ns, the round trip was 330-350 ns in some processes and
+ * 400-430 in others (the two loops falling into step or not, for a whole
+ * run); with one pause (~18 ns there) per idle pass on both workers,
+ * 300-324 in every process (312-330 before near pairs existed). So a
+ * worker with pairs timed far, and no near one, paces its idle spin
+ * (core/worker.c, poll_pace), as the suite's ping-pong peer paces its
+ * spin there; an untimed pair changes nothing.
  *
  * Quiescence. A message counts as sent (pc__count_sent) when its ring
  * slot is published or when it joins the overflow list, and as received
@@ -691,17 +703,43 @@ static inline struct pc__cslot *cslot(const struct pc__shard *sh, unsigned calle
                (size_t)caller * PC_CSLOTS + k;
 }
 
-/* Mark the pair behind ring @idx near or not, and tell the worker whether
- * any pair of it is near (see "Near and far"). */
-static inline void near_set(struct pc__shard_worker *sw, unsigned idx, bool on)
+/* What a caller knows of a pair's placement, carried in each posted seq
+ * (see "Near and far"): not timed yet (or never timed), near, far. */
+enum { PAIR_UNKNOWN = 0, PAIR_NEAR = 1, PAIR_FAR = 2 };
+
+/* Set or clear bit @idx of a pair map, counting its bits in *@count;
+ * returns true when the bit changed. */
+static inline bool pair_mark(uint64_t *map, unsigned *count, unsigned idx, bool on)
 {
-        uint64_t bit = 1ull << (idx % 64), *word = &sw->near[idx / 64];
+        uint64_t bit = 1ull << (idx % 64), *word = &map[idx / 64];
 
         if (likely(!(*word & bit) == !on))
-                return;
+                return false;
         *word ^= bit;
-        sw->near_pairs += on ? 1u : -1u;
+        *count += on ? 1u : -1u;
+        return true;
+}
+
+/* Record the placement (PAIR_*) of the pair behind ring @idx, and tell the
+ * worker how to poll: eagerly while any pair of it is near, pacing its
+ * idle spin while it has far pairs and no near one (see "Near and far"). */
+static inline void pair_set(struct pc__shard_worker *sw, unsigned idx, unsigned state)
+{
+        bool moved = pair_mark(sw->near, &sw->near_pairs, idx, state == PAIR_NEAR);
+
+        moved |= pair_mark(sw->far, &sw->far_pairs, idx, state == PAIR_FAR);
+        if (likely(!moved))
+                return;
+        atomic_store_explicit(&sw->c.near_pairs, sw->near_pairs, memory_order_relaxed);
+        atomic_store_explicit(&sw->c.far_pairs, sw->far_pairs, memory_order_relaxed);
         sw->w->poll_eager = sw->near_pairs != 0;
+        sw->w->poll_pace = sw->far_pairs != 0 && sw->near_pairs == 0;
+}
+
+/* The placement a caller tells its callee in each call's seq. */
+static inline unsigned pair_state(const struct pc__call_out *co)
+{
+        return co->near ? PAIR_NEAR : co->rtt_ns ? PAIR_FAR : PAIR_UNKNOWN;
 }
 
 /* Whether the pair behind ring @idx is near for us. */
@@ -724,24 +762,25 @@ static inline unsigned oldest_slot(const struct pc__call_out *co)
         return slot_of(co->reaped, co->off);
 }
 
-/* A slot's seq: call c posted, with the caller's near bit; answered. */
-static inline uint64_t seq_posted(uint64_t c, bool near)
+/* A slot's seq: call c posted, with what the caller knows of the pair's
+ * placement (PAIR_*); answered. */
+static inline uint64_t seq_posted(uint64_t c, unsigned state)
 {
-        return (2 * c + 1) << 1 | near;
+        return (2 * c + 1) << 2 | state;
 }
 
 static inline uint64_t seq_answered(uint64_t c)
 {
-        return (2 * c + 2) << 1;
+        return (2 * c + 2) << 2;
 }
 
 /* Where call @c of @caller is, if posted: in its slot by the pair's
  * offset @off, or, while the pair is near for us (@near), first in call
  * c - 1's (*@reused: then the offset moves down by one); -1 when not
- * posted yet. *@told: the call's near bit. @order: seq_cst for let_go()'s
- * second look, else acquire. */
+ * posted yet. *@told: the placement the call carries (PAIR_*). @order:
+ * seq_cst for let_go()'s second look, else acquire. */
 static inline int slot_find(const struct pc__shard_worker *sw, unsigned caller, uint64_t c,
-                            uint8_t off, bool near, bool *told, bool *reused,
+                            uint8_t off, bool near, unsigned *told, bool *reused,
                             memory_order order)
 {
         unsigned k;
@@ -750,17 +789,17 @@ static inline int slot_find(const struct pc__shard_worker *sw, unsigned caller, 
         if (near) {
                 k = slot_of(c - 1, off);
                 v = atomic_load_explicit(&cslot(sw->sh, sw->id, caller, k)->seq, order);
-                if (v >> 1 == 2 * c + 1) {
-                        *told = v & 1;
+                if (v >> 2 == 2 * c + 1) {
+                        *told = v & 3;
                         *reused = true;
                         return (int)k;
                 }
         }
         k = slot_of(c, off);
         v = atomic_load_explicit(&cslot(sw->sh, sw->id, caller, k)->seq, order);
-        if (v >> 1 != 2 * c + 1)
+        if (v >> 2 != 2 * c + 1)
                 return -1;
-        *told = v & 1;
+        *told = v & 3;
         *reused = false;
         return (int)k;
 }
@@ -776,14 +815,15 @@ static unsigned slot_serve(struct pc__shard_worker *sw, unsigned caller)
         uint8_t off = sw->slot_off[caller];
 
         for (; n < PC_CSLOTS; n++, c++) {
-                bool told, reused;
+                unsigned told;
+                bool reused;
                 int k = slot_find(sw, caller, c, off, near_bit(sw, idx), &told, &reused,
                                   memory_order_acquire);
                 struct pc__cslot *s;
 
                 if (k < 0)
                         break;
-                near_set(sw, idx, told);
+                pair_set(sw, idx, told);
                 off -= reused;
                 s = cslot(sw->sh, sw->id, caller, (unsigned)k);
                 pc__count_recv(sw->w, 1);
@@ -822,7 +862,7 @@ static void call_timed(struct pc__shard_worker *sw, unsigned callee, uint64_t ns
                 co->near = true;
         else if (co->near && avg > lim + lim / 2)
                 co->near = false;
-        near_set(sw, 2 * callee + MBOX_REP, co->near);
+        pair_set(sw, 2 * callee + MBOX_REP, pair_state(co));
 }
 
 /* The caller: run done for the slot calls @callee answered, in order. */
@@ -868,7 +908,8 @@ static bool slot_ready(struct pc__shard_worker *sw, unsigned idx)
         if (peer == sw->id)
                 return false;
         if (idx % 2 == MBOX_REQ) {
-                bool told, reused;
+                unsigned told;
+                bool reused;
 
                 return slot_find(sw, peer, sw->slot_next[peer], sw->slot_off[peer],
                                  near_bit(sw, idx), &told, &reused,
@@ -1301,7 +1342,7 @@ static int alloc_worker(struct pc__shard *sh, unsigned id)
                 for (unsigned peer = 0; peer < sh->n; peer++)
                         if (peer != id) {
                                 sw->cout[peer].near = true;
-                                near_set(sw, 2 * peer + MBOX_REP, true);
+                                pair_set(sw, 2 * peer + MBOX_REP, PAIR_NEAR);
                         }
         return 0;
 }
@@ -1413,7 +1454,7 @@ static int slot_post(struct pc__shard_worker *sw, unsigned dst, void *(*fn)(void
         co->pend[k].done_arg = done_arg;
         s->fn = fn;
         s->arg = arg;
-        atomic_store_explicit(&s->seq, seq_posted(c, co->near), memory_order_release);
+        atomic_store_explicit(&s->seq, seq_posted(c, pair_state(co)), memory_order_release);
         if (unlikely((c & (PC_CALL_TIME_EVERY - 1)) == 0) && alone && co->timed == 0 &&
             sw->time_calls) {
                 co->timed = c + 1;
@@ -1539,6 +1580,8 @@ int pc_shard_stats(const struct pc_runtime *rt, unsigned w, struct pc_shard_stat
                 .blocking_done = LD(blocking_done),
                 .slot_calls = LD(slot_calls),
                 .slot_calls_near = LD(slot_calls_near),
+                .near_pairs = LD(near_pairs),
+                .far_pairs = LD(far_pairs),
         };
 #undef LD
         return 0;

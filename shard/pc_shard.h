@@ -275,6 +275,11 @@ struct pc_shard_stats {
                                        latency path) rather than the ring */
         uint64_t slot_calls_near; /**< of those, calls to a near callee that took
                                        the line of the pair's last call */
+        uint64_t near_pairs; /**< now: the pairs (it as caller, or as callee)
+                                  that run near (pc_shard_opts.call_near_ns) */
+        uint64_t far_pairs;  /**< now: the pairs timed slower than that; while it
+                                  has any and no near one, its idle spin pauses
+                                  (a look at a far line slows its writer) */
 };
 
 /**

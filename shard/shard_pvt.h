@@ -103,8 +103,8 @@ _Static_assert(sizeof(struct pc__ring) == 2 * PC_CACHE_LINE, "ring header is two
  * and answered in place by the callee (result, then seq).
  */
 struct pc__cslot {
-        _Atomic uint64_t seq; /* (2c + 1) << 1 | near: the pair's slot call c posted;
-                               * (2c + 2) << 1: answered (mailbox.c) */
+        _Atomic uint64_t seq; /* (2c + 1) << 2 | placement: the pair's slot call c
+                               * posted; (2c + 2) << 2: answered (mailbox.c) */
         void *(*fn)(void *arg);
         void *arg;
         void *result;
@@ -170,6 +170,8 @@ struct pc__shard_counters {
         _Atomic uint64_t blocking_done;
         _Atomic uint64_t slot_calls;
         _Atomic uint64_t slot_calls_near;
+        _Atomic uint64_t near_pairs; /* gauges: near_pairs, far_pairs below */
+        _Atomic uint64_t far_pairs;
 };
 
 struct pc__shard;
@@ -205,6 +207,8 @@ struct pc__shard_worker {
          * MBOX_REQ: a caller that calls us near (mailbox.c, "Near and far"). */
         uint64_t near[PC_DB_WORDS];
         unsigned near_pairs;           /* bits set in near */
+        uint64_t far[PC_DB_WORDS];     /* the same for pairs timed far */
+        unsigned far_pairs;            /* bits set in far */
         struct pc__shard_counters c PC_ALIGNED; /* read by pc_shard_stats() */
 } PC_ALIGNED;
 

@@ -854,8 +854,9 @@ static void nc_main(void *arg)
                 pc_spawn_on(w, nc_start, NULL);
 }
 
-/* Returns the slot calls that took a near pair's last line. */
-static uint64_t run_call_chains(uint32_t near_ns, enum pc_idle idle)
+/* Returns the slot calls that took a near pair's last line; *@pairs gets
+ * the near and the far pairs the workers hold at the end, summed. */
+static uint64_t run_call_chains(uint32_t near_ns, enum pc_idle idle, uint64_t pairs[2])
 {
         struct pc_shard_opts so;
         struct pc_config cfg;
@@ -863,6 +864,7 @@ static uint64_t run_call_chains(uint32_t near_ns, enum pc_idle idle)
         struct watchdog wd;
         uint64_t slotted = 0, near = 0, sent = 0, recv = 0;
 
+        pairs[0] = pairs[1] = 0;
         memset(&NC, 0, sizeof(NC));
         pc_test_config(&cfg, NW);
         cfg.idle = idle;
@@ -888,6 +890,10 @@ static uint64_t run_call_chains(uint32_t near_ns, enum pc_idle idle)
                 sent += st.sent;
                 recv += st.received;
                 assert_true(st.slot_calls_near <= st.slot_calls);
+                /* A worker's pairs: each peer as callee and as caller. */
+                assert_true(st.near_pairs + st.far_pairs <= 2 * (NW - 1));
+                pairs[0] += st.near_pairs;
+                pairs[1] += st.far_pairs;
         }
         assert_int_equal(recv, sent);
         /* Both paths carried calls: the slots, and the ring behind a submit. */
@@ -900,27 +906,48 @@ static uint64_t run_call_chains(uint32_t near_ns, enum pc_idle idle)
 
 static void test_call_chains_near(void **state)
 {
+        uint64_t pairs[2];
+
         (void)state;
-        assert_true(run_call_chains(UINT32_MAX, PC_IDLE_PARK) > 0);
-        assert_true(run_call_chains(UINT32_MAX, PC_IDLE_ADAPTIVE) > 0);
+        for (int i = 0; i < 2; i++) {
+                assert_true(run_call_chains(UINT32_MAX, i ? PC_IDLE_ADAPTIVE : PC_IDLE_PARK,
+                                            pairs) > 0);
+                /* Every caller holds all its callees near from the start. */
+                assert_true(pairs[0] >= NW * (NW - 1));
+                assert_int_equal(pairs[1], 0);
+        }
 }
 
 static void test_call_chains_far(void **state)
 {
+        uint64_t pairs[2];
+
         (void)state;
-        assert_int_equal(run_call_chains(0, PC_IDLE_PARK), 0);
-        assert_int_equal(run_call_chains(0, PC_IDLE_ADAPTIVE), 0);
-        /* Timed, against a bound no round trip is under: never near. */
-        assert_int_equal(run_call_chains(1, PC_IDLE_PARK), 0);
+        /* Never timed: no pair is near or far. */
+        assert_int_equal(run_call_chains(0, PC_IDLE_PARK, pairs), 0);
+        assert_int_equal(pairs[0] + pairs[1], 0);
+        assert_int_equal(run_call_chains(0, PC_IDLE_ADAPTIVE, pairs), 0);
+        assert_int_equal(pairs[0] + pairs[1], 0);
+        /* Timed, against a bound no round trip is under: never near, and
+         * the timed pairs are far (their workers pace their idle spin). */
+        assert_int_equal(run_call_chains(1, PC_IDLE_PARK, pairs), 0);
+        assert_int_equal(pairs[0], 0);
+        assert_true(pairs[1] > 0);
 }
 
 /* The timing path: every round trip is under the bound, so each pair
  * turns near after its first timed call. */
 static void test_call_chains_timed_near(void **state)
 {
+        uint64_t pairs[2];
+
         (void)state;
-        assert_true(run_call_chains(UINT32_MAX - 1, PC_IDLE_PARK) > 0);
-        assert_true(run_call_chains(UINT32_MAX - 1, PC_IDLE_ADAPTIVE) > 0);
+        for (int i = 0; i < 2; i++) {
+                assert_true(run_call_chains(UINT32_MAX - 1,
+                                            i ? PC_IDLE_ADAPTIVE : PC_IDLE_PARK, pairs) > 0);
+                assert_true(pairs[0] > 0);
+                assert_int_equal(pairs[1], 0);
+        }
 }
 
 /* ---- idle polls inspect no ring, with 64 workers ------------------------- */
