@@ -461,7 +461,7 @@ void pc__fiber_runtime_fini(struct pc_runtime *rt);
 int pc__fiber_wait(void);
 void pc__fiber_wake(struct pc_fiber *f, int rc);
 /* pc__fiber_wake() that, on @f's own worker outside any fiber (a
- * poller's callback), runs a sticky @f in place until it waits, yields
+ * poller's callback), runs @f in place until it waits, yields
  * past its turn or ends. For wakers that run no code of their own after
  * it on state the fiber may change. */
 void pc__fiber_wake_here(struct pc_fiber *f, int rc);
