@@ -35,6 +35,7 @@
  * most messages would take the overflow path instead.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stddef.h>
 #include <pthread.h>
@@ -520,6 +521,15 @@ static int json_nums(char *buf, size_t len, const char *key, const struct ran *r
         return n;
 }
 
+/* What percore's call runs found of their pair (pc_shard_stats() of the
+ * caller, worker 0, after each run): whether it ran near or far
+ * (pc_shard_opts.call_near_ns), and how many slot calls reused a near
+ * pair's line. */
+static struct {
+        unsigned runs, near_runs, far_runs;
+        uint64_t slot_calls, slot_calls_near;
+} call_pairs;
+
 /* The JSON object and the footer line of where the suite ran. */
 static void placement_info(void)
 {
@@ -578,7 +588,11 @@ static void placement_info(void)
                                               i + 1 < MSG_NPACES ? ", " : "]");
                 }
         if (n > 0 && (size_t)n < sizeof(json))
-                snprintf(json + n, sizeof(json) - (size_t)n, "}}");
+                snprintf(json + n, sizeof(json) - (size_t)n,
+                         "}, \"call_pairs\": {\"runs\": %u, \"near_runs\": %u, \"far_runs\": %u, "
+                         "\"slot_calls\": %" PRIu64 ", \"slot_calls_near\": %" PRIu64 "}}",
+                         call_pairs.runs, call_pairs.near_runs, call_pairs.far_runs,
+                         call_pairs.slot_calls, call_pairs.slot_calls_near);
         double lo = INFINITY, hi = -INFINITY, clo[2] = {INFINITY, INFINITY},
                chi[2] = {-INFINITY, -INFINITY};
         char range[320] = "";
@@ -616,13 +630,24 @@ static void placement_info(void)
                                          "were fastest just\n  before each run, most often: ",
                               pace_won[k].side + 5, msg_paces[most]);
         }
-        snprintf(text, sizeof(text), "CPUs %d and %d (%s), %s, %s (topology: %s)%s%s%s",
+        char pairs[256] = "";
+
+        if (call_pairs.runs)
+                snprintf(pairs, sizeof(pairs),
+                         ";\n  percore's call runs: the pair near in %u, far in %u of %u "
+                         "(call_near_ns);\n  %.0f %% of their slot calls reused a near line",
+                         call_pairs.near_runs, call_pairs.far_runs, call_pairs.runs,
+                         call_pairs.slot_calls
+                                 ? 100.0 * (double)call_pairs.slot_calls_near /
+                                           (double)call_pairs.slot_calls
+                                 : 0.0);
+        snprintf(text, sizeof(text), "CPUs %d and %d (%s), %s, %s (topology: %s)%s%s%s%s",
                  P.cpu[0], P.cpu[1], P.pin ? "pinned" : "not pinned",
                  P.smt ? "SMT siblings of one core" : "not SMT siblings",
                  !P.l3_known ? "L3 unknown"
                  : P.same_l3 ? "one L3"
                              : "different L3s",
-                 P.source, range, paces,
+                 P.source, range, paces, pairs,
                  P.hypervisor ? ";\n  a virtual machine: its host may still run these vCPUs "
                                 "on one core's\n  SMT threads, or elsewhere"
                               : "");
@@ -886,6 +911,17 @@ static double run_case(const struct bench_opts *o, enum pc_mode mode, unsigned *
         C.timed = main_fn;
         *workers = MSG_WORKERS;
         rc = pc_runtime_run(C.rt, case_main, NULL);
+        if (rc == 0 && main_fn == call_main) {
+                struct pc_shard_stats st;
+
+                if (pc_shard_stats(C.rt, 0, &st) == 0) {
+                        call_pairs.runs++;
+                        call_pairs.near_runs += st.near_pairs != 0;
+                        call_pairs.far_runs += st.near_pairs == 0 && st.far_pairs != 0;
+                        call_pairs.slot_calls += st.slot_calls;
+                        call_pairs.slot_calls_near += st.slot_calls_near;
+                }
+        }
         pc_runtime_destroy(C.rt);
         after = probe();
         if (rc == 0)

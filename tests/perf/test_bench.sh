@@ -262,6 +262,18 @@ if suite == "msg":
     if not (isinstance(info.get("topology"), str) and info["topology"]):
         bad.append(f"info.msg.topology missing: {info.get('topology')}")
     ran = {(r.get("case"), r.get("side")): r for r in info.get("ran_on", [])}
+    # percore's call runs say how their pair ran: near, far, or neither
+    # (untimed), each run once, and how many slot calls reused a line.
+    cp = info.get("call_pairs")
+    calls = sum(r.get("runs", 0) for (c, side), r in ran.items()
+                if c == "call" and not side.startswith("peer:"))
+    if not (isinstance(cp, dict) and all(isinstance(cp.get(k), int) for k in
+                                         ("runs", "near_runs", "far_runs", "slot_calls",
+                                          "slot_calls_near"))):
+        bad.append(f"info.msg.call_pairs: {cp}")
+    elif not (cp["runs"] >= calls > 0 and cp["near_runs"] + cp["far_runs"] <= cp["runs"] and
+              0 <= cp["slot_calls_near"] <= cp["slot_calls"] and cp["slot_calls"] > 0):
+        bad.append(f"info.msg.call_pairs {cp}: not one record per call run ({calls})")
     # Each spinning peer picks its pace (pauses between polls) before every
     # run: one win per run, over the paces tried.
     tried = info.get("paces_tried")
