@@ -707,16 +707,16 @@ static inline struct pc__cslot *cslot(const struct pc__shard *sh, unsigned calle
  * (see "Near and far"): not timed yet (or never timed), near, far. */
 enum { PAIR_UNKNOWN = 0, PAIR_NEAR = 1, PAIR_FAR = 2 };
 
-/* Set or clear bit @idx of a pair map, counting its bits in *@count;
- * returns true when the bit changed. */
-static inline bool pair_mark(uint64_t *map, unsigned *count, unsigned idx, bool on)
+/* Set or clear bit @idx of a pair map, counting its bits in *@count (a
+ * gauge pc_shard_stats() reads); returns true when the bit changed. */
+static inline bool pair_mark(uint64_t *map, _Atomic uint64_t *count, unsigned idx, bool on)
 {
         uint64_t bit = 1ull << (idx % 64), *word = &map[idx / 64];
 
         if (likely(!(*word & bit) == !on))
                 return false;
         *word ^= bit;
-        *count += on ? 1u : -1u;
+        pc__shard_bump(count, on ? 1 : (uint64_t)-1);
         return true;
 }
 
@@ -725,15 +725,16 @@ static inline bool pair_mark(uint64_t *map, unsigned *count, unsigned idx, bool 
  * idle spin while it has far pairs and no near one (see "Near and far"). */
 static inline void pair_set(struct pc__shard_worker *sw, unsigned idx, unsigned state)
 {
-        bool moved = pair_mark(sw->near, &sw->near_pairs, idx, state == PAIR_NEAR);
+        bool moved = pair_mark(sw->near, &sw->c.near_pairs, idx, state == PAIR_NEAR);
+        uint64_t near, far;
 
-        moved |= pair_mark(sw->far, &sw->far_pairs, idx, state == PAIR_FAR);
+        moved |= pair_mark(sw->far, &sw->c.far_pairs, idx, state == PAIR_FAR);
         if (likely(!moved))
                 return;
-        atomic_store_explicit(&sw->c.near_pairs, sw->near_pairs, memory_order_relaxed);
-        atomic_store_explicit(&sw->c.far_pairs, sw->far_pairs, memory_order_relaxed);
-        sw->w->poll_eager = sw->near_pairs != 0;
-        sw->w->poll_pace = sw->far_pairs != 0 && sw->near_pairs == 0;
+        near = atomic_load_explicit(&sw->c.near_pairs, memory_order_relaxed);
+        far = atomic_load_explicit(&sw->c.far_pairs, memory_order_relaxed);
+        sw->w->poll_eager = near != 0;
+        sw->w->poll_pace = far != 0 && near == 0;
 }
 
 /* The placement a caller tells its callee in each call's seq. */
@@ -1145,7 +1146,7 @@ static unsigned mbox_poll(void *arg)
         /* Last, so what the messages above sent goes out in this iteration. */
         n += flush_all(sw);
         settle(sw);
-        if (sw->near_pairs)
+        if (sw->w->poll_eager) /* a near pair */
                 near_prefetch(sw);
         if (n == 0)
                 pc__shard_bump(&sw->c.idle_polls, 1);

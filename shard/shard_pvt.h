@@ -170,7 +170,7 @@ struct pc__shard_counters {
         _Atomic uint64_t blocking_done;
         _Atomic uint64_t slot_calls;
         _Atomic uint64_t slot_calls_near;
-        _Atomic uint64_t near_pairs; /* gauges: near_pairs, far_pairs below */
+        _Atomic uint64_t near_pairs; /* gauges: bits set in near and far below */
         _Atomic uint64_t far_pairs;
 };
 
@@ -205,10 +205,8 @@ struct pc__shard_worker {
         bool time_calls;               /* near_ns neither 0 (never) nor UINT32_MAX (always) */
         /* Bit 2 * peer + MBOX_REP: a near callee we call; 2 * peer +
          * MBOX_REQ: a caller that calls us near (mailbox.c, "Near and far"). */
-        uint64_t near[PC_DB_WORDS];
-        unsigned near_pairs;           /* bits set in near */
-        uint64_t far[PC_DB_WORDS];     /* the same for pairs timed far */
-        unsigned far_pairs;            /* bits set in far */
+        uint64_t near[PC_DB_WORDS];    /* counted in c.near_pairs */
+        uint64_t far[PC_DB_WORDS];     /* the same for pairs timed far (c.far_pairs) */
         struct pc__shard_counters c PC_ALIGNED; /* read by pc_shard_stats() */
 } PC_ALIGNED;
 
