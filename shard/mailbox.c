@@ -824,13 +824,15 @@ static unsigned slot_serve(struct pc__shard_worker *sw, unsigned caller)
 
                 if (k < 0)
                         break;
-                pair_set(sw, idx, told);
-                off -= reused;
+                /* The answer first: the bookkeeping below runs while its
+                 * line travels. */
                 s = cslot(sw->sh, sw->id, caller, (unsigned)k);
-                pc__count_recv(sw->w, 1);
-                pc__shard_bump(&sw->c.received, 1);
                 s->result = s->fn(s->arg);
                 atomic_store_explicit(&s->seq, seq_answered(c), memory_order_release);
+                pair_set(sw, idx, told);
+                off -= reused;
+                pc__count_recv(sw->w, 1);
+                pc__shard_bump(&sw->c.received, 1);
                 pc__count_sent(sw->w, 1);
                 pc__shard_bump(&sw->c.sent, 1);
         }
