@@ -349,6 +349,7 @@ static const struct {
         {"ops_per_server_cpu_sec", "ops/cpus"},
         {"requests_per_server_cpu_sec", "req/cpus"},
         {"client_cpu_per_sec", "client"},
+        {"get_misses_per_get", "misses"},
 };
 
 /* The metric column's name for @metric: its abbreviation, or the name

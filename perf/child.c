@@ -12,6 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -98,6 +101,60 @@ pid_t child_spawn_read(char *const argv[], const char *const env[], const char *
         else
                 *fd = p[0];
         return pid;
+}
+
+int child_collect(pid_t pid, int fd, char *out, size_t cap, long limit_ms, double *cpu_s)
+{
+        struct timespec t0, t;
+        struct rusage ru;
+        size_t len = 0;
+        bool killed = false;
+        int status = 0;
+
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        for (;;) {
+                struct pollfd p = {.fd = fd, .events = POLLIN};
+                char scratch[512];
+                long waited;
+                ssize_t n;
+
+                clock_gettime(CLOCK_MONOTONIC, &t);
+                waited = (t.tv_sec - t0.tv_sec) * 1000L + (t.tv_nsec - t0.tv_nsec) / 1000000L;
+                if (waited >= limit_ms) {
+                        kill(pid, SIGKILL);
+                        killed = true;
+                        break;
+                }
+                if (poll(&p, 1, (int)(limit_ms - waited)) <= 0)
+                        continue;
+                if (len + 1 < cap)
+                        n = read(fd, out + len, cap - 1 - len);
+                else
+                        n = read(fd, scratch, sizeof(scratch));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        break;
+                if (len + 1 < cap)
+                        len += (size_t)n;
+        }
+        if (cap)
+                out[len] = '\0';
+        close(fd);
+        memset(&ru, 0, sizeof(ru));
+        while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR)
+                ;
+        if (cpu_s)
+                *cpu_s = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+                         (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+        return killed ? -ETIMEDOUT : status;
+}
+
+double child_field(const char *out, const char *name)
+{
+        const char *p = strstr(out, name);
+
+        return p ? strtod(p + strlen(name), NULL) : -1;
 }
 
 int child_wait_port(uint16_t port, pid_t pid)

@@ -31,6 +31,18 @@ pid_t child_spawn(char *const argv[], const char *const env[], const char *cpus)
  * *@fd (close-on-exec; the caller closes it). Returns the pid, or -errno. */
 pid_t child_spawn_read(char *const argv[], const char *const env[], const char *cpus, int *fd);
 
+/*
+ * Read what child @pid (from child_spawn_read()) writes to @fd into @out,
+ * NUL-terminated (past @cap - 1 bytes the rest is read and dropped), until
+ * it closes its end or @limit_ms pass, when it is killed; then close @fd
+ * and reap it. Returns its wait status, or -ETIMEDOUT when it was killed;
+ * *@cpu_s (NULL: not wanted) gets the CPU seconds, user and system, it
+ * used. Main thread.
+ */
+int child_collect(pid_t pid, int fd, char *out, size_t cap, long limit_ms, double *cpu_s);
+/* The number after the first @name in @out (a child's report), or -1 when
+ * @name is not there. */
+double child_field(const char *out, const char *name);
 /* Wait until something accepts on 127.0.0.1:@port, at most 5 s: 0,
  * -ECHILD (the child @pid exited first) or -ETIMEDOUT. */
 int child_wait_port(uint16_t port, pid_t pid);

@@ -19,6 +19,14 @@
  * the client shares the CPUs, that is what says how much work a server
  * spends per request.
  *
+ * The "slap-" cases drive the same servers with a client nobody here
+ * wrote, as memcached's users measure one: libmemcached's memcaslap
+ * (Debian's libmemcached-tools), one thread, 64 connections, its own mix
+ * of nine gets to one set over its own 64-byte keys (control and high
+ * bytes among them) and 1 KB values, on the client CPUs named above; the
+ * figure is the operations per second memcaslap prints. They are skipped,
+ * with a message, when memcaslap is not installed.
+ *
  * PERCORE_KV names the pc-kv binary (default: ../apps/pc-kv beside the
  * bench); the peer is skipped with a message when memcached is missing.
  */
@@ -29,10 +37,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bench.h"
 #include "child.h"
+#include "lat.h"
 #include "lgen.h"
 
 #define KV_CONNS 64
@@ -41,6 +52,7 @@
 /* One case: value size and where the server and client run. */
 struct kv_case {
         unsigned value;
+        bool slap; /* driven by memcaslap rather than the bench's generator */
         struct lgen_place place;
         char name[32];
 };
@@ -154,6 +166,79 @@ static pid_t kv_spawn(const struct kv_side *x, enum pc_mode mode, uint16_t port)
         return child_spawn(argv, env, NULL);
 }
 
+/* memcaslap's path (Debian names it so; upstream memaslap), or NULL. */
+static const char *slap_path(void)
+{
+        static const char *const names[] = {"memcaslap", "memaslap"};
+        static char path[4096];
+        static bool looked;
+
+        if (looked)
+                return path[0] ? path : NULL;
+        looked = true;
+        for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]) && !path[0]; i++) {
+                const char *dirs = getenv("PATH");
+
+                while (dirs && *dirs) {
+                        size_t n = strcspn(dirs, ":");
+
+                        snprintf(path, sizeof(path), "%.*s/%s", (int)n, dirs, names[i]);
+                        if (n && access(path, X_OK) == 0)
+                                break;
+                        path[0] = '\0';
+                        dirs += n + (dirs[n] == ':');
+                }
+        }
+        return path[0] ? path : NULL;
+}
+
+/* One memcaslap run against the server @pid on @port (see the top). */
+static double slap_run(const struct bench_opts *o, const struct kv_case *k, uint16_t port,
+                       pid_t pid)
+{
+        char srv[32], secs[16], conns[16], value[16], out[4096];
+        char *argv[] = {(char *)slap_path(), "-s", srv, "-T", "1", "-c", conns, "-X", value,
+                        "-t", secs, NULL};
+        int n = o->duration < 1 ? 1 : (int)(o->duration + 0.5), fd, status;
+        double cpu0 = proc_cpu_s(pid), cpu1, client_s, ops, tps, run_s, gets, misses;
+        struct timespec t0, t1;
+        pid_t slap;
+
+        snprintf(srv, sizeof(srv), "127.0.0.1:%u", port);
+        snprintf(secs, sizeof(secs), "%ds", n);
+        snprintf(conns, sizeof(conns), "%u", KV_CONNS);
+        snprintf(value, sizeof(value), "%u", k->value);
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        slap = child_spawn_read(argv, NULL, k->place.client_cpus, &fd);
+        if (slap < 0)
+                return slap;
+        status = child_collect(slap, fd, out, sizeof(out), n * 1000L + 20000, &client_s);
+        cpu1 = proc_cpu_s(pid);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        tps = child_field(out, "TPS: ");
+        ops = child_field(out, "Ops: ");
+        run_s = child_field(out, "Run time: ");
+        if (status < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || tps <= 0 ||
+            ops <= 0 || run_s <= 0) {
+                bench_progress("kv: memcaslap failed (status %d)", status);
+                return -EIO;
+        }
+        if (cpu0 >= 0 && cpu1 > cpu0)
+                bench_extra("ops_per_server_cpu_sec", "ops/cpu-s", false, ops / (cpu1 - cpu0));
+        /* Over its whole life: it connects and fills its first keys
+         * before the timed part. */
+        bench_extra_info("client_cpu_per_sec", "cpu-s/s",
+                         client_s / ((double)(t1.tv_sec - t0.tv_sec) +
+                                     (double)(t1.tv_nsec - t0.tv_nsec) / 1e9));
+        /* Its gets find what its sets stored: a server that refused the
+         * sets (or the keys) shows here. */
+        gets = child_field(out, "cmd_get: ");
+        misses = child_field(out, "get_misses: ");
+        if (gets > 0 && misses >= 0)
+                bench_extra_info("get_misses_per_get", "share", misses / gets);
+        return tps;
+}
+
 static double kv_run(const struct bench_opts *o, enum pc_mode mode, unsigned *workers, void *arg)
 {
         struct kv_side *x = arg;
@@ -172,6 +257,12 @@ static double kv_run(const struct bench_opts *o, enum pc_mode mode, unsigned *wo
         if (pid < 0)
                 return pid;
         rc = child_wait_port(port, pid);
+        if (rc == 0 && k->slap) {
+                double v = slap_run(o, k, port, pid);
+
+                child_stop(pid);
+                return v;
+        }
         if (rc == 0)
                 rc = kv_preload(port, k->value);
         if (rc == 0) {
@@ -215,8 +306,9 @@ static double memcached_missing(const struct bench_opts *o, enum pc_mode mode,
 
 int suite_kv(const struct bench_opts *o)
 {
-        static const unsigned values[] = {32, 1024};
-        static struct kv_case cases[2][2];
+        /* 32 B and 1 KB with the bench's generator, 1 KB with memcaslap. */
+        static const unsigned values[] = {32, 1024, 1024};
+        static struct kv_case cases[3][2];
         static struct kv_side pc[3], mc;
         unsigned counts[2] = {1, 2}, ncounts = o->workers ? 1 : 2;
         struct bench_side sides[4];
@@ -240,12 +332,18 @@ int suite_kv(const struct bench_opts *o)
         mc.memcached = true;
         sides[n++] = (struct bench_side){"peer:memcached", PC_MODE_TPC,
                                          have_memcached() ? kv_run : memcached_missing, &mc};
-        for (unsigned v = 0; v < 2; v++) {
+        for (unsigned v = 0; v < 3; v++) {
+                if (v == 2 && slap_path() == NULL) {
+                        bench_progress("kv: slap cases skipped: memcaslap is not installed "
+                                       "(Debian: libmemcached-tools)");
+                        break;
+                }
                 for (unsigned c = 0; c < ncounts; c++) {
                         struct kv_case *k = &cases[v][c];
                         char *kase = k->name;
 
                         k->value = values[v];
+                        k->slap = v == 2;
                         /* The client on a CPU of its own where one is left. */
                         if (lgen_place(counts[c], true, &k->place) &&
                             (rc = lgen_place(counts[c], false, &k->place)) != 0) {
@@ -253,8 +351,8 @@ int suite_kv(const struct bench_opts *o)
                                                pc_strerror(rc));
                                 continue;
                         }
-                        snprintf(kase, sizeof(k->name), "v%s-%s", v ? "1k" : "32",
-                                 k->place.apart ? "apart" : "shared");
+                        snprintf(kase, sizeof(k->name), "%sv%s-%s", k->slap ? "slap-" : "",
+                                 v ? "1k" : "32", k->place.apart ? "apart" : "shared");
                         for (unsigned i = 0; i < n; i++)
                                 ((struct kv_side *)sides[i].ctx)->k = k;
                         rc = bench_compare(o, "kv", kase, "ops_per_sec", "ops/s", false, sides,

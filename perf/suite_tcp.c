@@ -131,13 +131,6 @@ static void sleep_ms(long ms)
         nanosleep(&ts, NULL);
 }
 
-static double field(const char *out, const char *name)
-{
-        const char *p = strstr(out, name);
-
-        return p ? strtod(p + strlen(name), NULL) : -1;
-}
-
 /*
  * Run the client with @args after the common ones, its workers on @cpus,
  * @eal its EAL arguments (NULL: kernel backend), against server @pid; read
@@ -150,9 +143,8 @@ static double client_run(const struct bench_opts *o, const char *cpus, const cha
         const char *env[] = {cpusv, "PERCORE_LOG=warn", eal ? ealv : NULL,
                              eal ? memif_tsan() : NULL, NULL};
         const char *tool = child_tool_path("percore-tcpload", "PERCORE_TCPLOAD");
-        size_t len = 0;
         int fd, status;
-        long waited = 0, limit = (long)(o->duration * 1000) + 20000;
+        long limit = (long)(o->duration * 1000) + 20000;
         pid_t pid;
 
         if (access(tool, X_OK) != 0) {
@@ -170,35 +162,19 @@ static double client_run(const struct bench_opts *o, const char *cpus, const cha
         pid = child_spawn_read(argv, env, cpus, &fd);
         if (pid < 0)
                 return pid;
-        for (;;) {
-                struct pollfd p = {.fd = fd, .events = POLLIN};
-                ssize_t n;
-
-                if (poll(&p, 1, 100) == 0) {
-                        waited += 100;
-                        if (waited < limit)
-                                continue;
-                        bench_progress("tcp: the client ran past %ld ms; stopped", limit);
-                        kill(pid, SIGKILL);
-                        break;
-                }
-                n = read(fd, out + len, sizeof(out) - 1 - len);
-                if (n <= 0)
-                        break;
-                len += (size_t)n;
-        }
-        out[len] = '\0';
-        close(fd);
-        waitpid(pid, &status, 0);
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !strstr(out, "tcpload: ")) {
+        status = child_collect(pid, fd, out, sizeof(out), limit, NULL);
+        if (status == -ETIMEDOUT)
+                bench_progress("tcp: the client ran past %ld ms; stopped", limit);
+        if (status < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
+            !strstr(out, "tcpload: ")) {
                 bench_progress("tcp: the client failed (status %d)", status);
                 return -EIO;
         }
-        double rps = field(out, "req_per_sec="), cpu = field(out, "server_cpu_s=");
-        bench_extra("p99_us", "us", true, field(out, "p99_us="));
+        double rps = child_field(out, "req_per_sec="), cpu = child_field(out, "server_cpu_s=");
+        bench_extra("p99_us", "us", true, child_field(out, "p99_us="));
         if (cpu > 0)
                 bench_extra("requests_per_server_cpu_sec", "req/cpu-s", false,
-                            field(out, "requests=") / cpu);
+                            child_field(out, "requests=") / cpu);
         return rps;
 }
 

@@ -66,8 +66,12 @@ skipped=$(grep -oE 'peer:[A-Za-z0-9_.-]+:? skipped' "$tmp/err" | sed 's/:\? skip
 # each run): its rounds and ratios may then be incomplete.
 hostmoved=0
 grep -q 'the host moved a vCPU' "$tmp/err" && hostmoved=1
+# memcaslap (libmemcached-tools) drives the kv suite's slap- cases.
+HAVE_SLAP=0
+command -v memcaslap >/dev/null 2>&1 || command -v memaslap >/dev/null 2>&1 && HAVE_SLAP=1
+export HAVE_SLAP
 python3 - "$tmp/b.json" "$suite" "$runs" "$skipped" "$hostmoved" <<'PY' || fail=1
-import json, math, sys
+import json, math, os, sys
 
 def no_nan(name):
     raise ValueError(f"JSON holds {name}, which is not JSON")
@@ -299,6 +303,23 @@ if suite == "msg":
                 bad.append(f"info.msg.ran_on {case}/{mode} incomplete or moved: {r}")
             elif info.get("pinned") and r["cpus"] != cpus:
                 bad.append(f"pinned {case}/{mode} ran on {r['cpus']}, not {cpus}")
+
+# kv: the cases memcaslap drives, beside the generator's, wherever it is
+# installed (and a message saying so where it is not); memcached's users'
+# client found every key its sets stored.
+if suite == "kv" and "memcached" in " ".join(sorted(peers)):
+    slap = {(c, m) for (c, _, _), row in rows.items() if c.startswith("slap-") for m in row}
+    if os.environ.get("HAVE_SLAP") == "1":
+        for m in ours | peers:
+            if not any(x == m for _, x in slap):
+                bad.append(f"kv: no slap- case record of {m}")
+        for (c, metric, w), row in rows.items():
+            if metric == "get_misses_per_get":
+                for m, r in row.items():
+                    if r["value"] is not None and not r["info"]:
+                        bad.append(f"kv {c} {m}: get_misses_per_get not a diagnostic")
+    elif slap:
+        bad.append(f"kv: slap- records without memcaslap: {sorted(slap)}")
 
 for b in bad:
     print("FAIL json:", b)
