@@ -74,6 +74,19 @@ enum pc_log_level {
  * (so an operator can change a setting without recompiling) and validates
  * the result. Strings are copied by pc_runtime_create().
  */
+/** How the kernel schedules a worker's thread (PERCORE_SCHED). */
+enum pc_sched {
+        /** SCHED_OTHER: a worker that wakes may preempt whatever runs on its
+         * CPU at once (the default). */
+        PC_SCHED_NORMAL,
+        /** SCHED_BATCH: a worker that wakes waits until the thread running
+         * on its CPU sleeps or ends its slice, then serves everything that
+         * arrived meanwhile in one pass. For CPUs shared with other busy
+         * threads (a client on the same CPUs): fewer, longer turns for both.
+         * On CPUs of its own a worker runs the same either way. */
+        PC_SCHED_BATCH,
+};
+
 struct pc_config {
         enum pc_mode mode;               /**< PERCORE_MODE */
         unsigned workers;                /**< PERCORE_WORKERS; 0 = one per usable CPU */
@@ -85,6 +98,7 @@ struct pc_config {
         unsigned remote_steal_min;       /**< PERCORE_REMOTE_STEAL_MIN */
         enum pc_idle idle;               /**< PERCORE_IDLE */
         unsigned idle_spin_us;           /**< PERCORE_IDLE_SPIN_US */
+        enum pc_sched sched;             /**< PERCORE_SCHED */
         unsigned monitor_ms;             /**< PERCORE_MONITOR_MS, 0 = off */
         uint64_t seed;                   /**< PERCORE_SEED */
         const char *sysfs_root;          /**< PERCORE_SYSFS_ROOT */

@@ -194,15 +194,51 @@ static void worker_gone(void *arg)
                         pc__wake(rt->workers[i]);
 }
 
-void pc__worker_main(struct pc_worker *w)
+/* The loop, with worker_gone() run should the thread be cancelled. */
+static void worker_loop_guarded(struct pc_worker *w)
 {
-        char name[16];
-
-        snprintf(name, sizeof(name), "pc-worker-%u", w->id);
-        pthread_setname_np(pthread_self(), name);
         pthread_cleanup_push(worker_gone, w);
         pc__worker_loop(w);
         pthread_cleanup_pop(0);
+}
+
+/* PERCORE_SCHED=batch: make the calling thread, about to run worker @w,
+ * SCHED_BATCH. Returns its policy before (into @was_sp, for
+ * sched_restore()), or -1 when nothing was changed. */
+static int sched_enter(const struct pc_worker *w, struct sched_param *was_sp)
+{
+        struct sched_param sp = {0};
+        int was;
+
+        if (w->rt->cfg.sched != PC_SCHED_BATCH)
+                return -1;
+        was = sched_getscheduler(0);
+        if (was < 0 || sched_getparam(0, was_sp) || sched_setscheduler(0, SCHED_BATCH, &sp)) {
+                pc_log(PC_LOG_WARN, "worker %u: cannot run as SCHED_BATCH: %s", w->id,
+                       pc_strerror(-errno));
+                return -1;
+        }
+        return was;
+}
+
+/* Give the calling thread back the policy sched_enter() found. */
+static void sched_restore(int was, const struct sched_param *was_sp)
+{
+        if (was >= 0)
+                sched_setscheduler(0, was, was_sp);
+}
+
+void pc__worker_main(struct pc_worker *w)
+{
+        struct sched_param was_sp = {0};
+        char name[16];
+        int was;
+
+        snprintf(name, sizeof(name), "pc-worker-%u", w->id);
+        pthread_setname_np(pthread_self(), name);
+        was = sched_enter(w, &was_sp);
+        worker_loop_guarded(w);
+        sched_restore(was, &was_sp);
 }
 
 /* ---- the default launcher: pinned pthreads ------------------------------ */
@@ -459,9 +495,10 @@ static void abort_start(struct pc_runtime *rt)
 
 int pc_runtime_run(struct pc_runtime *rt, pc_task_fn main_fn, void *arg)
 {
+        struct sched_param sched_sp = {0};
         struct pc_worker *w0;
         bool entered = false;
-        int rc = 0;
+        int rc = 0, sched;
 
         if (rt == NULL || main_fn == NULL)
                 return -EINVAL;
@@ -509,7 +546,10 @@ int pc_runtime_run(struct pc_runtime *rt, pc_task_fn main_fn, void *arg)
                 pc_log(PC_LOG_WARN, "the load monitor thread did not start; running without");
         pc_task_init(&rt->main_task, main_fn, arg, PC_STICKY);
         pc__runq_push(&w0->rq, &rt->main_task);
+        /* Worker 0 is the calling thread: its policy comes back after. */
+        sched = sched_enter(w0, &sched_sp);
         pc__worker_loop(w0);
+        sched_restore(sched, &sched_sp);
         pc__monitor_stop(rt);
 
         for (unsigned i = 1; i < rt->nworkers; i++) {

@@ -14,7 +14,7 @@ static const char *const all_vars[] = {
         "PERCORE_IDLE_SPIN_US", "PERCORE_MONITOR_MS",  "PERCORE_SEED",
         "PERCORE_SYSFS_ROOT",   "PERCORE_TOPOLOGY",    "PERCORE_EAL_ARGS",
         "PERCORE_LOG",          "PERCORE_STATS",       "PERCORE_STALL_MS",
-        "PERCORE_METRICS",
+        "PERCORE_METRICS",      "PERCORE_SCHED",
 };
 
 static int clear_env(void **state)
@@ -36,6 +36,7 @@ static void test_defaults(void **state)
         assert_null(c.cpus);
         assert_int_equal(c.placement, PC_PLACE_COMPACT);
         assert_true(c.pin);
+        assert_int_equal(c.sched, PC_SCHED_NORMAL);
         assert_int_equal(c.steal_batch, 32);
         assert_int_equal(c.steal_tiers, PC_TIERS_NUMA);
         assert_int_equal(c.remote_steal_min, 4);
@@ -79,6 +80,7 @@ static void test_env_applies(void **state)
         setenv("PERCORE_STATS", "1", 1);
         setenv("PERCORE_STALL_MS", "0", 1);
         setenv("PERCORE_METRICS", "[::1]:9100", 1);
+        setenv("PERCORE_SCHED", "batch", 1);
         assert_int_equal(pc_config_from_env(&c, err, sizeof(err)), 0);
         assert_int_equal(c.mode, PC_MODE_ELASTIC);
         assert_int_equal(c.workers, 7);
@@ -99,6 +101,7 @@ static void test_env_applies(void **state)
         assert_true(c.stats);
         assert_int_equal(c.stall_ms, 0);
         assert_string_equal(c.metrics, "[::1]:9100");
+        assert_int_equal(c.sched, PC_SCHED_BATCH);
         assert_int_equal(pc_config_validate(&c, err, sizeof(err)), 0);
         clear_env(NULL);
 }
@@ -135,6 +138,8 @@ static void test_env_rejects_bad_values(void **state)
                 {"PERCORE_STEAL_TIERS", "tiered", "numa, flat"},
                 {"PERCORE_REMOTE_STEAL_MIN", "0", "from 1"},
                 {"PERCORE_IDLE", "sleep", "poll, park, adaptive"},
+                {"PERCORE_SCHED", "fifo", "normal, batch"},
+                {"PERCORE_SCHED", "", "normal, batch"},
                 {"PERCORE_IDLE_SPIN_US", "1.5", "integer"},
                 {"PERCORE_MONITOR_MS", "-5", "integer"},
                 {"PERCORE_SEED", "0x10", "integer"},
@@ -281,6 +286,53 @@ static void test_validate_program_values(void **state)
         c.stall_ms = 3600001;
         assert_int_equal(pc_config_validate(&c, err, sizeof(err)), -EINVAL);
         assert_non_null(strstr(err, "stall_ms"));
+        pc_config_init(&c);
+        c.sched = (enum pc_sched)2;
+        assert_int_equal(pc_config_validate(&c, err, sizeof(err)), -EINVAL);
+}
+
+/* PERCORE_SCHED=batch: every worker's thread runs as SCHED_BATCH while the
+ * runtime runs, and the thread that called run (worker 0) gets its own
+ * policy back after. */
+static _Atomic int policy_seen[2];
+static struct pc_runtime *policy_rt;
+
+static void policy_leaf(void *arg)
+{
+        (void)arg;
+        policy_seen[1] = sched_getscheduler(0) + 1;
+        pc_runtime_stop(policy_rt);
+}
+
+static void policy_main(void *arg)
+{
+        (void)arg;
+        policy_seen[0] = sched_getscheduler(0) + 1;
+        assert_int_equal(pc_spawn_on(1, policy_leaf, NULL), 0);
+}
+
+static void test_sched_batch(void **state)
+{
+        struct pc_runtime *rt;
+        struct pc_config c;
+        int before = sched_getscheduler(0);
+
+        (void)state;
+        for (int batch = 0; batch <= 1; batch++) {
+                pc_config_init(&c);
+                c.workers = 2;
+                c.pin = false;
+                c.log_level = PC_LOG_WARN;
+                c.sched = batch ? PC_SCHED_BATCH : PC_SCHED_NORMAL;
+                policy_seen[0] = policy_seen[1] = 0;
+                assert_int_equal(pc_runtime_create(&c, &rt), 0);
+                policy_rt = rt;
+                assert_int_equal(pc_runtime_run(rt, policy_main, NULL), 0);
+                pc_runtime_destroy(rt);
+                for (int w = 0; w < 2; w++)
+                        assert_int_equal(policy_seen[w] - 1, batch ? SCHED_BATCH : before);
+                assert_int_equal(sched_getscheduler(0), before);
+        }
 }
 
 static void test_format_one_line(void **state)
@@ -295,6 +347,7 @@ static void test_format_one_line(void **state)
         assert_non_null(strstr(buf, "mode=tpc"));
         assert_non_null(strstr(buf, "workers=4"));
         assert_non_null(strstr(buf, "idle=adaptive"));
+        assert_non_null(strstr(buf, "sched=normal"));
         assert_non_null(strstr(buf, "stall_ms=100"));
         assert_non_null(strstr(buf, "metrics=off"));
         assert_null(strchr(buf, '\n'));
@@ -398,6 +451,7 @@ int main(void)
                 cmocka_unit_test_setup(test_workers_vs_cpus, clear_env),
                 cmocka_unit_test_setup(test_validate_program_values, clear_env),
                 cmocka_unit_test_setup(test_format_one_line, clear_env),
+                cmocka_unit_test_setup(test_sched_batch, clear_env),
                 cmocka_unit_test_setup(test_cpulist, clear_env),
                 cmocka_unit_test_setup(test_topo_messages, clear_env),
                 cmocka_unit_test_setup(test_strerror, clear_env),
