@@ -181,6 +181,27 @@ void bench_set_floor(const char *suite, const char *kase, const char *mode)
                         records[i].floor = true;
 }
 
+bool bench_on_path(const char *name)
+{
+        const char *path = getenv("PATH");
+        char *copy, *save = NULL;
+        bool found = false;
+
+        if (strchr(name, '/'))
+                return access(name, X_OK) == 0;
+        if (path == NULL || (copy = strdup(path)) == NULL)
+                return false;
+        for (char *dir = strtok_r(copy, ":", &save); dir && !found;
+             dir = strtok_r(NULL, ":", &save)) {
+                char exe[4096];
+
+                snprintf(exe, sizeof(exe), "%s/%s", *dir ? dir : ".", name);
+                found = access(exe, X_OK) == 0;
+        }
+        free(copy);
+        return found;
+}
+
 void bench_progress(const char *fmt, ...)
 {
         va_list ap;

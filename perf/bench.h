@@ -237,6 +237,10 @@ bool bench_steal_match(double a, double b);
  */
 bool bench_floor_refuses(bool lower_is_better, double side, double floor);
 
+/* Whether execvp() would find @name: a path to an executable, or an
+ * executable file of that name in a directory on PATH. Any thread. */
+bool bench_on_path(const char *name);
+
 /* Whether an executable gnuplot is on PATH (--plot checks before the
  * suites run, not after minutes of them). */
 bool bench_plot_available(void);

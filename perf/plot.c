@@ -41,20 +41,7 @@ static const char *const palette[] = {
 
 bool bench_plot_available(void)
 {
-        const char *path = getenv("PATH");
-        char *copy, *save = NULL;
-        bool found = false;
-
-        if (path == NULL || (copy = strdup(path)) == NULL)
-                return false;
-        for (char *dir = strtok_r(copy, ":", &save); dir && !found;
-             dir = strtok_r(NULL, ":", &save)) {
-                char exe[4096];
-                snprintf(exe, sizeof(exe), "%s/gnuplot", *dir ? dir : ".");
-                found = access(exe, X_OK) == 0;
-        }
-        free(copy);
-        return found;
+        return bench_on_path("gnuplot");
 }
 
 /* A gnuplot single-quoted string: nothing is special but the quote, which

@@ -68,27 +68,6 @@ static const char *find_testpmd(void)
         return e && *e ? e : "dpdk-testpmd";
 }
 
-/* Whether execlp() would find @name: a path, or a file on PATH. */
-static bool runnable(const char *name)
-{
-        const char *path = getenv("PATH");
-        char *copy, *save = NULL;
-        bool found = false;
-
-        if (strchr(name, '/'))
-                return access(name, X_OK) == 0;
-        if (path == NULL || (copy = strdup(path)) == NULL)
-                return false;
-        for (char *dir = strtok_r(copy, ":", &save); dir && !found;
-             dir = strtok_r(NULL, ":", &save)) {
-                char exe[PATH_MAX];
-                snprintf(exe, sizeof(exe), "%s/%s", *dir ? dir : ".", name);
-                found = access(exe, X_OK) == 0;
-        }
-        free(copy);
-        return found;
-}
-
 /* Read what the child wrote, appending to @buf; wait at most @ms (-1 =
  * until EOF). Returns false on EOF. */
 static bool slurp(int fd, char *buf, size_t *len, int ms)
@@ -128,7 +107,7 @@ static double fwd_run(const struct bench_opts *o, enum pc_mode mode, unsigned *w
         pid_t pid;
 
         (void)mode;
-        if (c->testpmd && (!runnable(find_testpmd()) || !runnable("stdbuf"))) {
+        if (c->testpmd && (!bench_on_path(find_testpmd()) || !bench_on_path("stdbuf"))) {
                 bench_progress("fwd/%s: peer:testpmd needs %s and stdbuf, not found",
                                c->mode, find_testpmd());
                 return -ENOTSUP;

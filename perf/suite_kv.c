@@ -165,30 +165,13 @@ static pid_t kv_spawn(const struct kv_side *x, enum pc_mode mode, uint16_t port)
         return child_spawn(argv, env, NULL);
 }
 
-/* memcaslap's path (Debian names it so; upstream memaslap), or NULL. */
+/* memcaslap's name (Debian's; upstream's is memaslap), or NULL when
+ * neither is on PATH. */
 static const char *slap_path(void)
 {
-        static const char *const names[] = {"memcaslap", "memaslap"};
-        static char path[4096];
-        static bool looked;
-
-        if (looked)
-                return path[0] ? path : NULL;
-        looked = true;
-        for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]) && !path[0]; i++) {
-                const char *dirs = getenv("PATH");
-
-                while (dirs && *dirs) {
-                        size_t n = strcspn(dirs, ":");
-
-                        snprintf(path, sizeof(path), "%.*s/%s", (int)n, dirs, names[i]);
-                        if (n && access(path, X_OK) == 0)
-                                break;
-                        path[0] = '\0';
-                        dirs += n + (dirs[n] == ':');
-                }
-        }
-        return path[0] ? path : NULL;
+        if (bench_on_path("memcaslap"))
+                return "memcaslap";
+        return bench_on_path("memaslap") ? "memaslap" : NULL;
 }
 
 /* One memcaslap run against the server @pid on @port (see the top). */
@@ -285,7 +268,7 @@ static double kv_run(const struct bench_opts *o, enum pc_mode mode, unsigned *wo
 
 static bool have_memcached(void)
 {
-        return system("command -v memcached >/dev/null 2>&1") == 0;
+        return bench_on_path("memcached");
 }
 
 static double memcached_missing(const struct bench_opts *o, enum pc_mode mode,
