@@ -87,6 +87,7 @@ struct pc_pub_stats {
         _Atomic uint64_t steal_failures;
         _Atomic uint64_t searches;
         _Atomic uint64_t stalls; /* stored by the stall detector as it counts one */
+        _Atomic uint64_t roams, roaming; /* share.c, as they change */
         _Atomic uint64_t steals_from[PC_MAX_WORKERS]; /* by victim */
 };
 
@@ -138,6 +139,27 @@ struct pc__stall {
         uint64_t since_ns; /* thread CPU time when @gen was first seen */
         uint64_t next_ns;  /* how long a stall must be for its next report */
 };
+
+/* share.c: whether a pinned worker shares its CPU (PERCORE_SHARED). Its
+ * own thread only. */
+#define PC_SHARE_WINDOW_NS 50000000ull /* how often it looks: 50 ms */
+#define PC_SHARE_WAIT_HI 10            /* % of a window waited for the CPU: roam */
+#define PC_SHARE_WAIT_LO 2             /* % at most: a calm window */
+#define PC_SHARE_CALM 10               /* calm windows in a row to pin back, first */
+#define PC_SHARE_CALM_MAX 200          /* ... doubling each roam after that, up to */
+
+struct pc__share {
+        int fd;           /* /proc/thread-self/schedstat; -1: not watching */
+        bool roaming;     /* may run on the run's CPUs of its node */
+        bool told;        /* the first roam of the run was logged */
+        unsigned calm;    /* calm windows in a row while roaming */
+        unsigned calm_need;
+        unsigned roams;
+        uint64_t at_ns;   /* clock at the last look */
+        uint64_t wait_ns; /* the thread's run delay then */
+};
+
+enum pc__share_move { PC_SHARE_STAY, PC_SHARE_ROAM, PC_SHARE_PIN };
 
 struct pc_worker {
         /* --- owner only --- */
@@ -197,6 +219,7 @@ struct pc_worker {
         const void *cur_fn;
         const struct pc_poller *cur_poller;
         struct pc__stall stall;
+        struct pc__share share;
         /* quiescence counters, owner-written, read by the coordinator */
         _Atomic uint64_t sent PC_ALIGNED; /* tasks pushed to other workers */
         _Atomic uint64_t recv;            /* tasks taken from the inbox */
@@ -502,6 +525,14 @@ void pc__timers_drop(struct pc_worker *w);
  * its loop starts and ends. */
 void pc__stall_start(struct pc_worker *w);
 void pc__stall_stop(struct pc_worker *w);
+
+/* share.c. start/stop: on the worker's thread as its loop starts and
+ * ends; check: from the loop when PC_SHARE_WINDOW_NS passed since the
+ * last look (@now, pc__now()); judge: the decision alone, for tests. */
+void pc__share_start(struct pc_worker *w);
+void pc__share_check(struct pc_worker *w, uint64_t now);
+void pc__share_stop(struct pc_worker *w);
+enum pc__share_move pc__share_judge(struct pc__share *s, uint64_t wait_ns, uint64_t wall_ns);
 
 /* crash.c: the fatal-signal report on workers; once per process, from
  * pc_runtime_create(). */

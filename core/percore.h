@@ -87,6 +87,21 @@ enum pc_sched {
         PC_SCHED_BATCH,
 };
 
+/** Pinned workers on CPUs other threads want too (PERCORE_SHARED). */
+enum pc_shared {
+        /** A pinned worker that waits for its CPU PC_SHARE_WAIT_HI percent of
+         * a window or more (another thread runs there) may run on every CPU
+         * of the run on its NUMA node, and parks instead of spinning when
+         * idle, until the contention is gone; one alone on its CPU never
+         * moves (the default). */
+        PC_SHARED_AUTO,
+        /** Pinned workers stay pinned whatever else runs on their CPUs. */
+        PC_SHARED_OFF,
+        /** Pinned workers roam from the start (a machine known to be shared:
+         * a container, a laptop). */
+        PC_SHARED_ON,
+};
+
 struct pc_config {
         enum pc_mode mode;               /**< PERCORE_MODE */
         unsigned workers;                /**< PERCORE_WORKERS; 0 = one per usable CPU */
@@ -99,6 +114,7 @@ struct pc_config {
         enum pc_idle idle;               /**< PERCORE_IDLE */
         unsigned idle_spin_us;           /**< PERCORE_IDLE_SPIN_US */
         enum pc_sched sched;             /**< PERCORE_SCHED */
+        enum pc_shared shared;           /**< PERCORE_SHARED */
         unsigned monitor_ms;             /**< PERCORE_MONITOR_MS, 0 = off */
         uint64_t seed;                   /**< PERCORE_SEED */
         const char *sysfs_root;          /**< PERCORE_SYSFS_ROOT */
@@ -581,6 +597,9 @@ struct pc_worker_stats {
         bool spin_pause; /**< its idle spin pauses each iteration: another online
                               hardware thread shares its core (SMT), or it is
                               not pinned; fixed at pc_runtime_create() */
+        uint64_t roams; /**< times this run a pinned worker that waited for its
+                             CPU was let run on its node's CPUs (PERCORE_SHARED) */
+        bool roaming;   /**< it may run on its node's CPUs now (PERCORE_SHARED) */
 };
 
 /**

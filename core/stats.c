@@ -42,6 +42,8 @@ int pc_stats_snapshot(const struct pc_runtime *rt, struct pc_worker_stats *out, 
                         .searches = LD(s->searches),
                         .stalls = LD(s->stalls),
                         .spin_pause = w->spin_pause,
+                        .roams = LD(s->roams),
+                        .roaming = LD(s->roaming) != 0,
                 };
         }
         return (int)i;

@@ -614,8 +614,11 @@ static bool idle(struct pc_worker *w, uint64_t now)
         }
         if (w->idle_since == 0)
                 w->idle_since = now;
+        /* A worker that roams (share.c) shares its CPUs: it parks at once,
+         * leaving them to the thread it shares with. */
         if (rt->cfg.idle == PC_IDLE_POLL ||
-            (rt->cfg.idle == PC_IDLE_ADAPTIVE && now - w->idle_since < w->spin_ns)) {
+            (rt->cfg.idle == PC_IDLE_ADAPTIVE && now - w->idle_since < w->spin_ns &&
+             !w->share.roaming)) {
                 if (w->spin_pause || w->poll_pace)
                         pc__cpu_relax();
                 return false;
@@ -681,6 +684,7 @@ void pc__worker_loop(struct pc_worker *w)
         w->last_ns = pc__now();
         w->last_busy = true;
         pc__stall_start(w);
+        pc__share_start(w);
         for (;;) {
                 unsigned n;
                 uint64_t now;
@@ -739,6 +743,9 @@ void pc__worker_loop(struct pc_worker *w)
                         w->clock_fresh = true;
                         now = pc__now();
                         w->idle_clock = 0;
+                        if (w->share.fd >= 0 &&
+                            unlikely(now - w->share.at_ns >= PC_SHARE_WINDOW_NS))
+                                pc__share_check(w, now);
                         mode = atomic_load_explicit(&rt->mode, memory_order_relaxed);
                         if (unlikely(mode !=
                                      atomic_load_explicit(&w->mode, memory_order_relaxed)))
@@ -761,6 +768,7 @@ void pc__worker_loop(struct pc_worker *w)
                 if (idle(w, now))
                         break;
         }
+        pc__share_stop(w);
         pc__stall_stop(w);
         for (struct pc__module *m = rt->modules; m; m = m->next)
                 if (m->worker_stop)

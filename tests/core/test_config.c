@@ -14,7 +14,7 @@ static const char *const all_vars[] = {
         "PERCORE_IDLE_SPIN_US", "PERCORE_MONITOR_MS",  "PERCORE_SEED",
         "PERCORE_SYSFS_ROOT",   "PERCORE_TOPOLOGY",    "PERCORE_EAL_ARGS",
         "PERCORE_LOG",          "PERCORE_STATS",       "PERCORE_STALL_MS",
-        "PERCORE_METRICS",      "PERCORE_SCHED",
+        "PERCORE_METRICS",      "PERCORE_SCHED",        "PERCORE_SHARED",
 };
 
 static int clear_env(void **state)
@@ -37,6 +37,7 @@ static void test_defaults(void **state)
         assert_int_equal(c.placement, PC_PLACE_COMPACT);
         assert_true(c.pin);
         assert_int_equal(c.sched, PC_SCHED_NORMAL);
+        assert_int_equal(c.shared, PC_SHARED_AUTO);
         assert_int_equal(c.steal_batch, 32);
         assert_int_equal(c.steal_tiers, PC_TIERS_NUMA);
         assert_int_equal(c.remote_steal_min, 4);
@@ -81,6 +82,7 @@ static void test_env_applies(void **state)
         setenv("PERCORE_STALL_MS", "0", 1);
         setenv("PERCORE_METRICS", "[::1]:9100", 1);
         setenv("PERCORE_SCHED", "batch", 1);
+        setenv("PERCORE_SHARED", "on", 1);
         assert_int_equal(pc_config_from_env(&c, err, sizeof(err)), 0);
         assert_int_equal(c.mode, PC_MODE_ELASTIC);
         assert_int_equal(c.workers, 7);
@@ -102,7 +104,11 @@ static void test_env_applies(void **state)
         assert_int_equal(c.stall_ms, 0);
         assert_string_equal(c.metrics, "[::1]:9100");
         assert_int_equal(c.sched, PC_SCHED_BATCH);
+        assert_int_equal(c.shared, PC_SHARED_ON);
         assert_int_equal(pc_config_validate(&c, err, sizeof(err)), 0);
+        setenv("PERCORE_SHARED", "off", 1);
+        assert_int_equal(pc_config_from_env(&c, err, sizeof(err)), 0);
+        assert_int_equal(c.shared, PC_SHARED_OFF);
         clear_env(NULL);
 }
 
@@ -140,6 +146,8 @@ static void test_env_rejects_bad_values(void **state)
                 {"PERCORE_IDLE", "sleep", "poll, park, adaptive"},
                 {"PERCORE_SCHED", "fifo", "normal, batch"},
                 {"PERCORE_SCHED", "", "normal, batch"},
+                {"PERCORE_SHARED", "yes", "auto, off, on"},
+                {"PERCORE_SHARED", "AUTO", "auto, off, on"},
                 {"PERCORE_IDLE_SPIN_US", "1.5", "integer"},
                 {"PERCORE_MONITOR_MS", "-5", "integer"},
                 {"PERCORE_SEED", "0x10", "integer"},
@@ -289,6 +297,9 @@ static void test_validate_program_values(void **state)
         pc_config_init(&c);
         c.sched = (enum pc_sched)2;
         assert_int_equal(pc_config_validate(&c, err, sizeof(err)), -EINVAL);
+        pc_config_init(&c);
+        c.shared = (enum pc_shared)3;
+        assert_int_equal(pc_config_validate(&c, err, sizeof(err)), -EINVAL);
 }
 
 /* PERCORE_SCHED=batch: every worker's thread runs as SCHED_BATCH while the
@@ -348,6 +359,7 @@ static void test_format_one_line(void **state)
         assert_non_null(strstr(buf, "workers=4"));
         assert_non_null(strstr(buf, "idle=adaptive"));
         assert_non_null(strstr(buf, "sched=normal"));
+        assert_non_null(strstr(buf, "shared=auto"));
         assert_non_null(strstr(buf, "stall_ms=100"));
         assert_non_null(strstr(buf, "metrics=off"));
         assert_null(strchr(buf, '\n'));

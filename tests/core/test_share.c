@@ -1,0 +1,269 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * PERCORE_SHARED: a pinned worker that waits for its CPU roams over its
+ * node's CPUs of the run, and is pinned again after calm windows.
+ *
+ * The decision (pc__share_judge) is checked on its own with made-up
+ * windows. The runs check what a worker's thread is allowed: =on roams
+ * from the start, =off never, and =auto roams once a thread of ours spins
+ * on the same CPU while the worker has work (the scheduler then makes the
+ * worker wait about half of each window: far above the threshold, on any
+ * machine; the test waits for the outcome, never for a time).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pc_test.h"
+#include "pc_core_pvt.h"
+
+#define MS 1000000ull
+
+static void test_judge(void **state)
+{
+        struct pc__share s = {.fd = -1, .calm_need = PC_SHARE_CALM};
+        unsigned need;
+
+        (void)state;
+        /* Pinned: below the threshold stays, at it roams; no time, no verdict. */
+        assert_int_equal(pc__share_judge(&s, 4 * MS, 50 * MS), PC_SHARE_STAY);
+        assert_int_equal(pc__share_judge(&s, 0, 0), PC_SHARE_STAY);
+        assert_int_equal(pc__share_judge(&s, 5 * MS, 50 * MS), PC_SHARE_ROAM);
+        s.roaming = true; /* what pc__share_check() does on ROAM */
+        /* Roaming: PC_SHARE_CALM calm windows in a row pin it back; one
+         * window above PC_SHARE_WAIT_LO starts the count again. */
+        for (unsigned i = 0; i + 1 < PC_SHARE_CALM; i++)
+                assert_int_equal(pc__share_judge(&s, 1 * MS, 50 * MS), PC_SHARE_STAY);
+        assert_int_equal(pc__share_judge(&s, 2 * MS, 50 * MS), PC_SHARE_STAY); /* 4 % */
+        for (unsigned i = 0; i + 1 < PC_SHARE_CALM; i++)
+                assert_int_equal(pc__share_judge(&s, 1 * MS, 50 * MS), PC_SHARE_STAY);
+        assert_int_equal(pc__share_judge(&s, 1 * MS, 50 * MS), PC_SHARE_PIN);
+        s.roaming = false;
+        /* Each roam after the first asks twice the calm, up to the cap. */
+        need = PC_SHARE_CALM;
+        for (int round = 0; round < 8; round++) {
+                assert_int_equal(pc__share_judge(&s, 40 * MS, 50 * MS), PC_SHARE_ROAM);
+                s.roaming = true;
+                need = need * 2 < PC_SHARE_CALM_MAX ? need * 2 : PC_SHARE_CALM_MAX;
+                assert_int_equal(s.calm_need, need);
+                for (unsigned i = 0; i + 1 < need; i++)
+                        assert_int_equal(pc__share_judge(&s, 0, 50 * MS), PC_SHARE_STAY);
+                assert_int_equal(pc__share_judge(&s, 0, 50 * MS), PC_SHARE_PIN);
+                s.roaming = false;
+        }
+        assert_int_equal(s.calm_need, PC_SHARE_CALM_MAX);
+}
+
+/* Two CPUs this process may use, for two pinned workers; false if fewer. */
+static bool two_cpus(char *list, size_t len)
+{
+        cpu_set_t m;
+        int a = -1, b = -1;
+
+        if (sched_getaffinity(0, sizeof(m), &m))
+                return false;
+        for (int c = 0; c < CPU_SETSIZE && b < 0; c++)
+                if (CPU_ISSET(c, &m)) {
+                        if (a < 0)
+                                a = c;
+                        else
+                                b = c;
+                }
+        if (b < 0)
+                return false;
+        snprintf(list, len, "%d,%d", a, b);
+        return true;
+}
+
+struct run {
+        struct pc_runtime *rt;
+        _Atomic int allowed[2]; /* CPUs each worker's thread may run on, seen last */
+        _Atomic bool hog_stop;
+        _Atomic bool roamed;    /* worker 1 seen roaming */
+        _Atomic bool roamed0;   /* worker 0 seen roaming as its first task ran */
+        uint64_t deadline_ns;
+        bool hog;               /* keep worker 1 busy until it roams */
+        int64_t wait0;          /* worker 1's run delay when it started */
+};
+
+static struct run R;
+
+static int allowed_now(void)
+{
+        cpu_set_t m;
+
+        if (sched_getaffinity(0, sizeof(m), &m))
+                return -1;
+        return CPU_COUNT(&m);
+}
+
+static uint64_t mono_ns(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The calling thread's run delay so far (ns), or -1. */
+static int64_t my_wait(void)
+{
+        unsigned long long run, wait;
+        FILE *f = fopen("/proc/thread-self/schedstat", "r");
+        int n;
+
+        if (f == NULL)
+                return -1;
+        n = fscanf(f, "%llu %llu", &run, &wait);
+        fclose(f);
+        return n == 2 ? (int64_t)wait : -1;
+}
+
+/* On worker 1: note its CPUs; with a hog, spawn itself again (the worker
+ * stays runnable, so the hog makes it wait) until it roams, or until it
+ * has waited 10 windows' worth (PERCORE_SHARED=off: it had every chance). */
+static void on_w1(void *arg)
+{
+        struct pc_worker_stats st[2];
+        int64_t w = my_wait();
+
+        (void)arg;
+        R.allowed[1] = allowed_now();
+        if (R.wait0 == 0)
+                R.wait0 = w > 0 ? w : 1;
+        if (R.hog) {
+                bool waited = w >= 0 && (uint64_t)(w - R.wait0) >= 10 * PC_SHARE_WINDOW_NS;
+
+                pc_stats_snapshot(R.rt, st, 2);
+                if (!st[1].roaming && !waited && mono_ns() < R.deadline_ns) {
+                        for (volatile int i = 0; i < 20000; i++)
+                                ;
+                        pc_spawn_on(1, on_w1, NULL);
+                        return;
+                }
+                R.allowed[1] = allowed_now();
+        }
+        pc_stats_snapshot(R.rt, st, 2);
+        R.roamed = st[1].roaming;
+        pc_runtime_stop(R.rt);
+}
+
+static void on_w0(void *arg)
+{
+        struct pc_worker_stats st[2];
+
+        (void)arg;
+        pc_stats_snapshot(R.rt, st, 2);
+        R.roamed0 = st[0].roaming;
+        R.allowed[0] = allowed_now();
+        assert_int_equal(pc_spawn_on(1, on_w1, NULL), 0);
+}
+
+static void *hog(void *arg)
+{
+        int cpu = *(int *)arg;
+        cpu_set_t m;
+
+        CPU_ZERO(&m);
+        CPU_SET(cpu, &m);
+        pthread_setaffinity_np(pthread_self(), sizeof(m), &m);
+        while (!atomic_load(&R.hog_stop))
+                ;
+        return NULL;
+}
+
+static void run_shared(enum pc_shared mode, bool with_hog, struct pc_worker_stats st[2])
+{
+        struct pc_config c;
+        char cpus[32];
+        cpu_set_t before, after;
+        pthread_t t;
+        int w1cpu;
+
+        if (!two_cpus(cpus, sizeof(cpus)))
+                skip();
+        pc_config_init(&c);
+        c.workers = 2;
+        c.cpus = cpus;
+        c.pin = true;
+        c.shared = mode;
+        c.log_level = PC_LOG_WARN;
+        memset(&R, 0, sizeof(R));
+        R.hog = with_hog;
+        R.deadline_ns = mono_ns() + 30000 * MS;
+        assert_int_equal(pc_runtime_create(&c, &R.rt), 0);
+        w1cpu = pc_runtime_worker_cpu(R.rt, 1);
+        if (with_hog)
+                assert_int_equal(pthread_create(&t, NULL, hog, &w1cpu), 0);
+        sched_getaffinity(0, sizeof(before), &before);
+        assert_int_equal(pc_runtime_run(R.rt, on_w0, NULL), 0);
+        sched_getaffinity(0, sizeof(after), &after);
+        assert_true(CPU_EQUAL(&before, &after)); /* the caller's mask is back */
+        if (with_hog) {
+                R.hog_stop = true;
+                pthread_join(t, NULL);
+        }
+        assert_int_equal(pc_stats_snapshot(R.rt, st, 2), 2);
+        pc_runtime_destroy(R.rt);
+}
+
+static void test_on_roams(void **state)
+{
+        struct pc_worker_stats st[2];
+
+        (void)state;
+        run_shared(PC_SHARED_ON, false, st);
+        assert_true(R.roamed0);
+        assert_true(R.roamed);
+        assert_int_equal(R.allowed[0], 2);
+        assert_int_equal(R.allowed[1], 2);
+        for (int w = 0; w < 2; w++) {
+                assert_false(st[w].roaming); /* pinned back as the run ended */
+                assert_int_equal(st[w].roams, 1);
+        }
+}
+
+static void test_off_stays(void **state)
+{
+        struct pc_worker_stats st[2];
+
+        (void)state;
+        run_shared(PC_SHARED_OFF, true, st);
+        assert_false(R.roamed0);
+        assert_false(R.roamed);
+        assert_int_equal(R.allowed[0], 1);
+        assert_int_equal(R.allowed[1], 1);
+        assert_int_equal(st[1].roams, 0);
+}
+
+static void test_auto_roams_beside_a_busy_thread(void **state)
+{
+        struct pc_worker_stats st[2];
+        int fd = open("/proc/thread-self/schedstat", O_RDONLY);
+
+        (void)state;
+        if (fd < 0)
+                skip(); /* a kernel without scheduler statistics: stays pinned */
+        close(fd);
+        run_shared(PC_SHARED_AUTO, true, st);
+        assert_true(R.roamed);
+        assert_int_equal(R.allowed[1], 2);
+        assert_true(st[1].roams >= 1);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_judge),
+                cmocka_unit_test(test_on_roams),
+                cmocka_unit_test(test_off_stays),
+                cmocka_unit_test(test_auto_roams_beside_a_busy_thread),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
