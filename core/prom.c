@@ -157,6 +157,9 @@ static const struct counter counters[] = {
         C("steal_attempts_total", steal_attempts, "Victims it tried (elastic mode)."),
         C("steal_failures_total", steal_failures,
           "Tries that took nothing (elastic mode)."),
+        C("roams_total", roams,
+          "Times the pinned worker, waiting for its CPU, was let run on its node's CPUs "
+          "(PERCORE_SHARED)."),
 };
 #undef C
 
@@ -183,6 +186,11 @@ static void worker_families(struct pc_runtime *rt, struct pc__prom *p,
         for (int i = 0; i < n; i++)
                 pc__prom_worker_u64(p, "percore_worker_queue_depth", (unsigned)i,
                                     st[i].queue_depth);
+        pc__prom_family(p, "percore_worker_roaming", "gauge",
+                        "1 while the pinned worker may run on its node's CPUs, because it "
+                        "waited for its own (PERCORE_SHARED).");
+        for (int i = 0; i < n; i++)
+                pc__prom_worker_u64(p, "percore_worker_roaming", (unsigned)i, st[i].roaming);
         pc__prom_family(p, "percore_worker_busy_seconds_total", "counter",
                         "Time in iterations that found work.");
         for (int i = 0; i < n; i++) {

@@ -119,6 +119,8 @@ def run(p, port):
     workers = [(("worker", "0"),), (("worker", "1"),)]
     for fam, sample in [("percore_worker_tasks", "percore_worker_tasks_total"),
                         ("percore_worker_parks", "percore_worker_parks_total"),
+                        ("percore_worker_roams", "percore_worker_roams_total"),
+                        ("percore_worker_roaming", "percore_worker_roaming"),
                         ("percore_stalls", "percore_stalls_total"),
                         ("percore_mailbox_sent", "percore_mailbox_sent_total"),
                         ("percore_mailbox_received", "percore_mailbox_received_total"),
