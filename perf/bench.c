@@ -219,6 +219,10 @@ void bench_config(struct pc_config *cfg, const struct bench_opts *o, enum pc_mod
         cfg->mode = mode;
         cfg->workers = mode == PC_MODE_DETERMINISTIC ? 0 : o->workers;
         cfg->idle = PC_IDLE_POLL;
+        /* The in-process suites time pinned workers against pinned peers
+         * (the msg suite checks the CPUs each thread ran on): a worker that
+         * roamed would measure something else. */
+        cfg->shared = PC_SHARED_OFF;
         cfg->log_level = PC_LOG_WARN;
 }
 
