@@ -89,11 +89,11 @@ enum pc_sched {
 
 /** Pinned workers on CPUs other threads want too (PERCORE_SHARED). */
 enum pc_shared {
-        /** A pinned worker that waits for its CPU PC_SHARE_WAIT_HI percent of
-         * a window or more (another thread runs there) may run on every CPU
-         * of the run on its NUMA node, and parks instead of spinning when
-         * idle, until the contention is gone; one alone on its CPU never
-         * moves (the default). */
+        /** A pinned worker that waited for its CPU 10 % or more of a 50 ms
+         * window (another thread runs there) may run on every CPU of the
+         * run on its NUMA node, and parks instead of spinning when idle,
+         * until the contention is gone; one alone on its CPU never moves
+         * (the default). */
         PC_SHARED_AUTO,
         /** Pinned workers stay pinned whatever else runs on their CPUs. */
         PC_SHARED_OFF,
