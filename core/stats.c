@@ -72,9 +72,9 @@ void pc_stats_print(const struct pc_runtime *rt, FILE *f)
         struct pc_worker_stats st[PC_MAX_WORKERS];
         int n = pc_stats_snapshot(rt, st, PC_MAX_WORKERS);
 
-        fprintf(f, "%-6s %4s %12s %10s %10s %10s %8s %10s %10s %8s %8s %6s %7s %6s\n",
+        fprintf(f, "%-6s %4s %12s %10s %10s %10s %8s %10s %10s %8s %8s %6s %7s %6s %5s\n",
                 "worker", "cpu", "tasks", "remote", "injected", "stolen", "timers", "polled",
-                "iters", "parks", "wakeups", "queue", "busy%", "stalls");
+                "iters", "parks", "wakeups", "queue", "busy%", "stalls", "roams");
         for (int i = 0; i < n; i++) {
                 const struct pc_worker_stats *s = &st[i];
                 uint64_t total = s->busy_ns + s->idle_ns;
@@ -82,10 +82,10 @@ void pc_stats_print(const struct pc_runtime *rt, FILE *f)
                         "%-6u %4d %12" PRIu64 " %10" PRIu64 " %10" PRIu64 " %10" PRIu64
                         " %8" PRIu64
                         " %10" PRIu64 " %10" PRIu64 " %8" PRIu64 " %8" PRIu64 " %6" PRIu64
-                        " %6.1f%% %6" PRIu64 "\n",
+                        " %6.1f%% %6" PRIu64 " %5" PRIu64 "\n",
                         s->worker, s->cpu, s->tasks_run, s->tasks_remote, s->tasks_inject,
                         s->stolen, s->timers_fired, s->polls, s->iterations, s->parks, s->wakeups,
                         s->queue_depth, total ? 100.0 * (double)s->busy_ns / (double)total : 0.0,
-                        s->stalls);
+                        s->stalls, s->roams);
         }
 }

@@ -3,7 +3,7 @@
  * DPDK telemetry commands, readable with dpdk-telemetry.py:
  *   /percore/ports     counters per port; with a port number, per queue
  *   /percore/workers   per-worker counters (cpu, node, lcore, tasks, polls,
- *                      stalls)
+ *                      stalls, roams)
  *   /percore/steals    the steal matrix, one row per source
  *   /percore/config    the effective configuration
  *   /percore/mode      the scheduling mode; with tpc or elastic, switch to it
@@ -110,6 +110,8 @@ static int cmd_workers(const char *cmd, const char *params, struct rte_tel_data 
                 rte_tel_data_add_dict_u64(c, "idle_ns", ws[i].idle_ns);
                 rte_tel_data_add_dict_u64(c, "stolen", ws[i].stolen);
                 rte_tel_data_add_dict_u64(c, "stalls", ws[i].stalls);
+                rte_tel_data_add_dict_u64(c, "roams", ws[i].roams);
+                rte_tel_data_add_dict_u64(c, "roaming", ws[i].roaming);
                 snprintf(key, sizeof(key), "worker%u", ws[i].worker);
                 rte_tel_data_add_dict_container(d, key, c, 0);
         }
@@ -213,7 +215,7 @@ void pc__telemetry_register(struct pc_runtime *rt)
                                    "per-queue counters");
         rte_telemetry_register_cmd("/percore/workers", cmd_workers,
                                    "Per-worker counters (cpu, node, lcore, tasks, polls, "
-                                   "stalls)");
+                                   "stalls, roams)");
         rte_telemetry_register_cmd("/percore/steals", cmd_steals,
                                    "Steal matrix: row fromS lists tasks each worker took "
                                    "from S; row injector from the global injector");

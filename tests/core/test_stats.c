@@ -72,6 +72,7 @@ static void test_counts_by_origin(void **state)
         assert_non_null(strstr(buf, "worker"));
         assert_non_null(strstr(buf, "busy%"));
         assert_non_null(strstr(buf, "stalls"));
+        assert_non_null(strstr(buf, "roams"));
         assert_non_null(strstr(buf, "\n1 "));
         pc_runtime_destroy(RT);
 }
