@@ -526,6 +526,9 @@ void pc__timers_drop(struct pc_worker *w);
 void pc__stall_start(struct pc_worker *w);
 void pc__stall_stop(struct pc_worker *w);
 
+/* Pin the calling thread to @cpu alone. Returns 0 or -errno. */
+int pc__pin_self(int cpu);
+
 /* share.c. start/stop: on the worker's thread as its loop starts and
  * ends; check: from the loop when PC_SHARE_WINDOW_NS passed since the
  * last look (@now, pc__now()); judge: the decision alone, for tests. */

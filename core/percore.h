@@ -597,8 +597,9 @@ struct pc_worker_stats {
         bool spin_pause; /**< its idle spin pauses each iteration: another online
                               hardware thread shares its core (SMT), or it is
                               not pinned; fixed at pc_runtime_create() */
-        uint64_t roams; /**< times this run a pinned worker that waited for its
-                             CPU was let run on its node's CPUs (PERCORE_SHARED) */
+        uint64_t roams; /**< times the pinned worker, waiting for its CPU, was let
+                             run on its node's CPUs (PERCORE_SHARED); counts
+                             across runs, like the counters above */
         bool roaming;   /**< it may run on its node's CPUs now (PERCORE_SHARED) */
 };
 

@@ -241,6 +241,15 @@ void pc__worker_main(struct pc_worker *w)
         sched_restore(was, &was_sp);
 }
 
+int pc__pin_self(int cpu)
+{
+        cpu_set_t set;
+
+        CPU_ZERO(&set);
+        CPU_SET(cpu, &set);
+        return -pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
 /* ---- the default launcher: pinned pthreads ------------------------------ */
 
 struct pthread_ctx {
@@ -257,16 +266,13 @@ static void *pthread_body(void *arg)
 static int pthread_enter(struct pc_runtime *rt)
 {
         struct pthread_ctx *c = rt->launcher_ctx;
-        cpu_set_t set;
         int rc;
 
         c->saved_name[0] = '\0';
         pthread_getname_np(pthread_self(), c->saved_name, sizeof(c->saved_name));
         sched_getaffinity(0, sizeof(c->saved_mask), &c->saved_mask);
         if (rt->cfg.pin) {
-                CPU_ZERO(&set);
-                CPU_SET(rt->cpus[0], &set);
-                rc = -pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+                rc = pc__pin_self(rt->cpus[0]);
                 if (rc) {
                         pc_log(PC_LOG_ERROR, "cannot pin worker 0 to CPU %d: %s", rt->cpus[0],
                                pc_strerror(rc));

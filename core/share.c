@@ -40,36 +40,34 @@
 
 #include "pc_core_pvt.h"
 
-/* The run's CPUs on @w's node: where a roaming worker may go. Returns how
+/* The run's CPUs on @w's node: where a roaming worker may go, into @set
+ * and, as a CPU list for the log, into @list (may be NULL). Returns how
  * many. */
-static unsigned roam_set(const struct pc_worker *w, cpu_set_t *set)
+static unsigned roam_set(const struct pc_worker *w, cpu_set_t *set, char *list, size_t len)
 {
         const struct pc_runtime *rt = w->rt;
+        uint64_t bits[PC_MAX_CPUS / 64] = {0};
         unsigned n = 0;
 
         CPU_ZERO(set);
-        for (unsigned i = 0; i < rt->nworkers; i++)
-                if (rt->nodes[i] == w->node && rt->cpus[i] >= 0 && rt->cpus[i] < CPU_SETSIZE &&
-                    !CPU_ISSET(rt->cpus[i], set)) {
-                        CPU_SET(rt->cpus[i], set);
-                        n++;
-                }
-        return n;
-}
+        for (unsigned i = 0; i < rt->nworkers; i++) {
+                int c = rt->cpus[i];
 
-static int set_affinity(const cpu_set_t *set)
-{
-        return -pthread_setaffinity_np(pthread_self(), sizeof(*set), set);
+                if (rt->nodes[i] != w->node || c < 0 || c >= PC_MAX_CPUS || CPU_ISSET(c, set))
+                        continue;
+                CPU_SET(c, set);
+                bits[c / 64] |= 1ull << (c % 64);
+                n++;
+        }
+        if (list)
+                pc_cpulist_format(bits, PC_MAX_CPUS, list, len);
+        return n;
 }
 
 static void pin_home(struct pc_worker *w)
 {
-        cpu_set_t set;
-        int rc;
+        int rc = pc__pin_self(w->cpu);
 
-        CPU_ZERO(&set);
-        CPU_SET(w->cpu, &set);
-        rc = set_affinity(&set);
         if (rc) {
                 /* Stays roaming: it still runs, and will try again. */
                 pc_log(PC_LOG_WARN, "worker %u: cannot pin back to CPU %d: %s", w->id, w->cpu,
@@ -84,12 +82,11 @@ static void roam(struct pc_worker *w, uint64_t wait_ns, uint64_t wall_ns)
 {
         cpu_set_t set;
         char list[64];
-        unsigned n = roam_set(w, &set);
         int rc;
 
-        if (n < 2)
+        if (roam_set(w, &set, list, sizeof(list)) < 2)
                 return;
-        rc = set_affinity(&set);
+        rc = -pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
         if (rc) {
                 pc_log(PC_LOG_WARN, "worker %u: cannot widen its CPUs: %s", w->id,
                        pc_strerror(rc));
@@ -104,14 +101,6 @@ static void roam(struct pc_worker *w, uint64_t wait_ns, uint64_t wall_ns)
         if (w->share.told)
                 return;
         w->share.told = true;
-        {
-                uint64_t bits[CPU_SETSIZE / 64] = {0};
-
-                for (int c = 0; c < CPU_SETSIZE; c++)
-                        if (CPU_ISSET(c, &set))
-                                bits[c / 64] |= 1ull << (c % 64);
-                pc_cpulist_format(bits, CPU_SETSIZE, list, sizeof(list));
-        }
         if (wall_ns)
                 pc_log(PC_LOG_INFO,
                        "worker %u waited for CPU %d %" PRIu64 "%% of %" PRIu64
@@ -172,7 +161,7 @@ void pc__share_start(struct pc_worker *w)
         w->share = (struct pc__share){.fd = -1, .calm_need = PC_SHARE_CALM};
         atomic_store_explicit(&w->stats.roaming, 0, memory_order_relaxed);
         if (!rt->cfg.pin || rt->cfg.shared == PC_SHARED_OFF || w->cpu < 0 ||
-            roam_set(w, &set) < 2)
+            roam_set(w, &set, NULL, 0) < 2)
                 return;
         if (rt->cfg.shared == PC_SHARED_ON) {
                 roam(w, 0, 0);

@@ -190,7 +190,6 @@ static void dpdk_join(struct pc_runtime *rt, struct pc_worker *w)
 static int dpdk_enter(struct pc_runtime *rt)
 {
         struct pc_dpdk *d = rt->launcher_ctx;
-        cpu_set_t set;
         int rc;
 
         d->saved_name[0] = '\0';
@@ -198,9 +197,7 @@ static int dpdk_enter(struct pc_runtime *rt)
         d->entered_pinned = false;
         if (rt->cfg.pin) {
                 sched_getaffinity(0, sizeof(d->saved_mask), &d->saved_mask);
-                CPU_ZERO(&set);
-                CPU_SET(rt->cpus[0], &set);
-                rc = -pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+                rc = pc__pin_self(rt->cpus[0]);
                 if (rc) {
                         pc_log(PC_LOG_ERROR, "cannot pin worker 0 (main lcore) to CPU %d: %s",
                                rt->cpus[0], pc_strerror(rc));
