@@ -604,6 +604,42 @@ static const unsigned no_balance = PC_KNET_NO_BALANCE;
 /* Elastic mode: a thief must leave a handed-off connection to its worker. */
 static const unsigned elastic_only = T_ELASTIC;
 
+/* Send pattern @k on non-blocking @fd from byte *@sent on, up to @total,
+ * until the server says (@stopped, from its stats) that it stopped
+ * reading and the socket takes no more: a full socket alone may be a
+ * server that has not run yet, so no span of time counts as a stall.
+ * Client threads. Returns whether it stalled so (false: all @total went,
+ * or a 60 s guard against a server that never stops ran out). */
+static bool send_until_stopped(struct pc_runtime *rt, int fd, unsigned k, size_t *sent,
+                               size_t total,
+                               bool (*stopped)(const struct pc_knet_stats *, void *))
+{
+        static uint8_t buf[65536];
+
+        for (int polls = 0; *sent < total && polls < 6000;) {
+                size_t want = total - *sent < sizeof(buf) ? total - *sent : sizeof(buf);
+                struct pollfd p = {.fd = fd, .events = POLLOUT};
+                struct pc_knet_stats st;
+                ssize_t w;
+
+                for (size_t j = 0; j < want; j++)
+                        buf[j] = pattern(k, *sent + j);
+                w = send(fd, buf, want, MSG_NOSIGNAL);
+                if (w > 0) {
+                        *sent += (size_t)w;
+                        continue;
+                }
+                if (!CHECK(errno == EAGAIN || errno == EWOULDBLOCK))
+                        return false;
+                st = client_stats(rt);
+                if (stopped(&st, NULL))
+                        return true;
+                if (poll(&p, 1, 10) == 0)
+                        polls++;
+        }
+        return false;
+}
+
 /* ---- a client that stops reading ------------------------------------------- */
 
 #define SLOW_CAP (256u << 10)
@@ -632,29 +668,12 @@ static void *slow_client(void *arg)
         const size_t total = 32u << 20;
         int fd = tcp_client(sl->s->port, true);
         static uint8_t buf[65536];
-        int stalled_ms = 0;
 
         if (fd < 0)
                 return NULL;
-        while (sl->sent < total && stalled_ms < 300) {
-                size_t want = total - sl->sent < sizeof(buf) ? total - sl->sent : sizeof(buf);
-                ssize_t w;
-
-                for (size_t j = 0; j < want; j++)
-                        buf[j] = pattern(7, sl->sent + j);
-                w = send(fd, buf, want, MSG_NOSIGNAL);
-                if (w > 0) {
-                        sl->sent += (size_t)w;
-                        stalled_ms = 0;
-                } else {
-                        struct pollfd p = {.fd = fd, .events = POLLOUT};
-                        if (poll(&p, 1, 10) == 0)
-                                stalled_ms += 10;
-                }
-        }
         /* The peer never read: we stalled long before 32 MB. */
+        CHECK(send_until_stopped(sl->s->rt, fd, 7, &sl->sent, total, backpressured));
         CHECK(sl->sent < total);
-        CHECK(wait_for(sl->s->rt, backpressured, NULL));
         sl->at_stall = client_stats(sl->s->rt);
         /* Now drain: every byte comes back in order. */
         shutdown(fd, SHUT_WR);
@@ -1788,6 +1807,13 @@ static void lazy_reader(struct pc_conn *c, void *arg)
                 atomic_fetch_add(&lazy_bad, 1);
 }
 
+/* The handler's unread input reached its cap: reading paused. */
+static bool paused(const struct pc_knet_stats *st, void *arg)
+{
+        (void)arg;
+        return st->read_paused >= 1;
+}
+
 struct lazy {
         struct srv *s;
         struct pc_knet_stats at_stall;
@@ -1801,26 +1827,10 @@ static void *lazy_client(void *arg)
         const size_t total = 64u << 20;
         int fd = tcp_client(lz->s->port, true);
         static uint8_t buf[65536];
-        int stalled_ms = 0;
 
         if (fd < 0)
                 return NULL;
-        while (lz->sent < total && stalled_ms < 300) {
-                size_t want = total - lz->sent < sizeof(buf) ? total - lz->sent : sizeof(buf);
-                ssize_t w;
-
-                for (size_t j = 0; j < want; j++)
-                        buf[j] = pattern(3, lz->sent + j);
-                w = send(fd, buf, want, MSG_NOSIGNAL);
-                if (w > 0) {
-                        lz->sent += (size_t)w;
-                        stalled_ms = 0;
-                } else {
-                        struct pollfd p = {.fd = fd, .events = POLLOUT};
-                        if (poll(&p, 1, 10) == 0)
-                                stalled_ms += 10;
-                }
-        }
+        CHECK(send_until_stopped(lz->s->rt, fd, 3, &lz->sent, total, paused));
         CHECK(lz->sent < total);
         lz->at_stall = client_stats(lz->s->rt);
         atomic_store(&lazy_go, true);
