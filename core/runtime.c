@@ -181,6 +181,7 @@ static void worker_gone(void *arg)
         int none = 0;
 
         pc__stall_stop(w);
+        pc__share_stop(w); /* its schedstat descriptor, and its CPU back */
         pc__self = NULL;
         pc_log(PC_LOG_ERROR, "worker %u: its thread exited inside the worker loop (a task "
                              "called pthread_exit?); the run fails",
