@@ -2,8 +2,12 @@
 /*
  * The bench's own TCP load generator: one client thread, a fixed set of
  * loopback connections, one request in flight on each (ping-pong), driven
- * by one io_uring (batched submissions, so the client is cheaper per
- * request than the servers it measures). A protocol says what a request is and when a reply is whole.
+ * by one io_uring (batched submissions: one system call per batch of
+ * replies, not three per request). Over loopback the kernel's TCP work
+ * falls on both ends, so it still costs about what the leanest server
+ * does per request, and with a CPU to itself it can be what bounds a run
+ * (its CPU is reported for that). A protocol says what a request is and
+ * when a reply is whole.
  */
 #ifndef PC_BENCH_LGEN_H
 #define PC_BENCH_LGEN_H
