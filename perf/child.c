@@ -176,12 +176,39 @@ int child_wait_port(uint16_t port, pid_t pid)
         return -ETIMEDOUT;
 }
 
+/* Whether @pid was reaped within @ms milliseconds. */
+static bool reaped_within(pid_t pid, int ms)
+{
+        const struct timespec ts = {.tv_nsec = 5000000};
+
+        for (int i = 0; i <= ms / 5; i++) {
+                pid_t r = waitpid(pid, NULL, WNOHANG);
+
+                if (r == pid || (r < 0 && errno == ECHILD))
+                        return true;
+                nanosleep(&ts, NULL);
+        }
+        return false;
+}
+
 void child_stop(pid_t pid)
 {
-        int status;
-
-        kill(pid, SIGTERM);
-        waitpid(pid, &status, 0);
+        /* A child still there 5 s after SIGTERM gets it once more, then
+         * SIGKILL: a ThreadSanitizer build handles a signal that lands
+         * while a fiber runs only when that fiber runs again, which an
+         * idle server's fibers may never do (the second one lands on the
+         * worker's own context, asleep in ppoll, and is handled there). */
+        for (int round = 0; round < 3; round++) {
+                if (round)
+                        fprintf(stderr,
+                                "percore-bench: child %d still running 5 s after SIGTERM: "
+                                "sending %s\n",
+                                (int)pid, round == 1 ? "SIGTERM again" : "SIGKILL");
+                kill(pid, round < 2 ? SIGTERM : SIGKILL);
+                if (reaped_within(pid, 5000))
+                        return;
+        }
+        waitpid(pid, NULL, 0);
 }
 
 int child_free_port(void)

@@ -47,7 +47,8 @@ double child_field(const char *out, const char *name);
  * -ECHILD (the child @pid exited first) or -ETIMEDOUT. */
 int child_wait_port(uint16_t port, pid_t pid);
 
-/* SIGTERM, then reap. */
+/* SIGTERM, then reap: a child not gone 5 s later gets SIGTERM once more,
+ * then, 5 s after that, SIGKILL (each said on stderr). */
 void child_stop(pid_t pid);
 
 /* A free TCP port on 127.0.0.1 for a server that needs one named up
