@@ -14,27 +14,6 @@
 
 #include "knet_pvt.h"
 
-/* Under ThreadSanitizer a signal that arrives outside a call TSan
- * intercepts is handled only at the next such call. A worker asleep in
- * its ring's io_uring_enter (liburing's own system call, restarted after
- * the signal: SA_RESTART) makes none, so SIGTERM's handler, which would
- * wake it, never ran, and a TSan pc-echo slept through its stop (the
- * bench's fiber smoke test hung about one run in four). There workers
- * sleep in ppoll on the eventfd instead (as PC_KNET_EFD_SLEEP), a call
- * TSan knows blocks, so a handler runs as the signal comes. Other builds
- * run the handler as the kernel delivers the signal and sleep in the
- * ring. */
-#if defined(__SANITIZE_THREAD__)
-#define KNET_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define KNET_TSAN 1
-#endif
-#endif
-#ifndef KNET_TSAN
-#define KNET_TSAN 0
-#endif
-
 static void knet_destroy(struct pc_runtime *rt, void *arg);
 static void knet_worker_start(struct pc_worker *w, void *arg);
 static void knet_worker_stop(struct pc_worker *w, void *arg);
@@ -430,7 +409,7 @@ static void knet_worker_start(struct pc_worker *w, void *arg)
                         load_off(kw);
                         return;
                 }
-                kw->efd_sleep = (k->opts.flags & PC_KNET_EFD_SLEEP) || KNET_TSAN;
+                kw->efd_sleep = k->opts.flags & PC_KNET_EFD_SLEEP;
                 kw->wake_armed = kw->wake_failed = false;
                 rc = kw->efd_sleep ? io_uring_register_eventfd(&kw->ring, w->efd) : 0;
                 if (rc) {

@@ -326,17 +326,6 @@ static const unsigned fibers_only = T_FIBERS;
 static const unsigned fibers_single = T_FIBERS | PC_KNET_SINGLE_RECV;
 static const unsigned fibers_elastic = T_FIBERS | T_ELASTIC;
 
-#if defined(__SANITIZE_THREAD__)
-#define TSAN_BUILD 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define TSAN_BUILD 1
-#endif
-#endif
-#ifndef TSAN_BUILD
-#define TSAN_BUILD 0
-#endif
-
 /* Whether this kernel makes rings that defer task work (6.1 and later). */
 static bool kernel_has_defer(void)
 {
@@ -362,9 +351,8 @@ static void check_recv_mode(const struct pc_knet_stats *st, unsigned flags)
         else
                 assert_true(st->rings_deferred > 0);
         /* Workers sleep in their ring (a multishot poll on the eventfd,
-         * 5.13) unless told to sleep on the eventfd, or built for TSan
-         * (knet.c's KNET_TSAN: a signal's handler must be able to run). */
-        if ((flags & PC_KNET_EFD_SLEEP) || TSAN_BUILD)
+         * 5.13) unless told to sleep on the eventfd. */
+        if (flags & PC_KNET_EFD_SLEEP)
                 assert_int_equal(st->rings_sleeping, 0);
         else
                 assert_true(st->rings_sleeping > 0);
