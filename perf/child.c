@@ -197,7 +197,8 @@ void child_stop(pid_t pid)
          * SIGKILL: a ThreadSanitizer build handles a signal that lands
          * while a fiber runs only when that fiber runs again, which an
          * idle server's fibers may never do (the second one lands on the
-         * worker's own context, asleep in ppoll, and is handled there). */
+         * worker's own context, asleep in its ring, and is handled as
+         * the wait returns). */
         for (int round = 0; round < 3; round++) {
                 if (round)
                         fprintf(stderr,
