@@ -40,6 +40,9 @@
 
 #include "pc_core_pvt.h"
 
+/* roam_set() and pc__pin_self() put topology CPU numbers in a cpu_set_t. */
+_Static_assert(PC_MAX_CPUS <= CPU_SETSIZE, "a topology CPU number must fit a cpu_set_t");
+
 /* The run's CPUs on @w's node: where a roaming worker may go, into @set
  * and, as a CPU list for the log, into @list (may be NULL). Returns how
  * many. */

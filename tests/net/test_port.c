@@ -610,6 +610,7 @@ static void test_telemetry(void **state)
         assert_non_null(strstr(buf, "\"lcore\":3"));
         assert_non_null(strstr(buf, "\"stalls\":0"));
         assert_non_null(strstr(buf, "\"roams\":"));
+        assert_non_null(strstr(buf, "\"roaming\":"));
         assert_int_equal(tel_query(fd, "/percore/steals", buf, sizeof(buf)), 0);
         assert_non_null(strstr(buf, "\"injector\":[0,0,0,0]"));
         assert_non_null(strstr(buf, "\"from3\":["));
