@@ -522,9 +522,9 @@ static int json_nums(char *buf, size_t len, const char *key, const struct ran *r
 }
 
 /* What percore's call runs found of their pair (pc_shard_stats() of the
- * caller, worker 0, after each run): whether it ran near or far
- * (pc_shard_opts.call_near_ns), and how many slot calls reused a near
- * pair's line. */
+ * caller, worker 0, after each run): whether it ran near or far at the end
+ * (by pc_shard_opts.call_near_ns and, between it and 4 times it, by trying
+ * both), and how many slot calls reused a near pair's line. */
 static struct {
         unsigned runs, near_runs, far_runs;
         uint64_t slot_calls, slot_calls_near;
@@ -634,8 +634,8 @@ static void placement_info(void)
 
         if (call_pairs.runs)
                 snprintf(pairs, sizeof(pairs),
-                         ";\n  percore's call runs: the pair near in %u, far in %u of %u "
-                         "(call_near_ns);\n  %.0f %% of their slot calls reused a near line",
+                         ";\n  percore's call runs ended with the pair near in %u, far in "
+                         "%u of %u;\n  %.0f %% of their slot calls reused a near line",
                          call_pairs.near_runs, call_pairs.far_runs, call_pairs.runs,
                          call_pairs.slot_calls
                                  ? 100.0 * (double)call_pairs.slot_calls_near /

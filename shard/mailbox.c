@@ -125,18 +125,29 @@
  * slot, a prefetch of the awaited line at the end of each poll and no
  * clock read on the first idle pass after work (core/worker.c,
  * poll_eager) in 96-100 ns (the clock read alone ~11 ns of it). Where
- * they do not (the same guest at ~410 ns, a socket away), those are a
- * loss: the reused line is written while the other side still reads it,
- * and an eager look takes a line back from its writer (~350 ns rotating,
- * ~430 with all three). So the caller times one
- * slot call in PC_CALL_TIME_EVERY (posted with none out, the round trip
- * to its done) and runs the pair near while the average stays under
- * pc_shard_opts.call_near_ns (out again above 1.5 times that): it then
- * reuses the slot, prefetches the awaited line, and makes its worker
- * poll eagerly; a callee does the same for the pair's next call while
- * the last call it served said near.
- * A pair that is slow for any reason (a busy or parked callee) runs far,
- * as before this existed.
+ * they do not, it depends on the machine: on a Zen 5 guest at ~410 ns
+ * (a socket away) those were a loss, the reused line written while the
+ * other side still reads it and an eager look taking a line back from
+ * its writer (~350 ns rotating, ~430 with all three); on a Zen 4 guest
+ * whose two vCPUs sat ~300 ns apart they were a gain (316-344 ns near
+ * against 375-413 rotating, beside a 272-287 ns ping-pong).
+ * So the caller times one slot call in PC_CALL_TIME_EVERY (posted with
+ * none out, the round trip to its done) and chooses (pc__call_choose()):
+ *   - an average under pc_shard_opts.call_near_ns: the workers share a
+ *     cache; near;
+ *   - above PC_CALL_SLOW times that: the callee is busy or parked, not
+ *     the line slow; far, as before this existed;
+ *   - between the two: the way it runs now, with a trial of the other
+ *     one (PC_CALL_TRIAL timed calls) after every explore_gap timed
+ *     calls; the trial's way stays if its average beats the kept one by a
+ *     sixteenth, and otherwise the gap doubles, from PC_CALL_EXPLORE_MIN
+ *     up to PC_CALL_EXPLORE_MAX, so a machine where one way is plainly
+ *     better spends under 2 % of its timed calls trying the other, and
+ *     one that changes (a host that moves a vCPU) is followed within the
+ *     longest gap.
+ * Near, the caller reuses the slot, prefetches the awaited line, and
+ * makes its worker poll eagerly; a callee does the same for the pair's
+ * next call while the last call it served said near.
  * Far, the other way round, a look costs its writer: an idle worker's
  * spin looks at the awaited line every ~15 ns, and each look can take the
  * line from the other side while its store waits to complete. On that
@@ -845,26 +856,63 @@ static unsigned slot_serve(struct pc__shard_worker *sw, unsigned caller)
         return n;
 }
 
-/* A timed slot call to @callee came back after @ns: average it in, and
- * run the pair near or far (see "Near and far"). */
-static void call_timed(struct pc__shard_worker *sw, unsigned callee, uint64_t ns)
+/* A timed slot call of pair @co came back after @ns: average it in, and
+ * choose near or far (see "Near and far"). Pure: tests drive it. */
+void pc__call_choose(struct pc__call_out *co, uint64_t ns, uint32_t near_ns)
 {
-        struct pc__call_out *co = &sw->cout[callee];
-        uint64_t lim = (uint64_t)sw->near_ns, avg;
+        uint64_t lim = near_ns, slow = PC_CALL_SLOW * lim, avg;
 
         /* A parked or busy callee's round trip says nothing of the line:
          * clamped, it cannot hold the average up for long (nor overflow
          * it: a bound near UINT32_MAX clamps at UINT32_MAX). */
-        if (ns > 2 * lim)
-                ns = 2 * lim;
+        if (ns > 2 * slow)
+                ns = 2 * slow;
         if (ns > UINT32_MAX)
                 ns = UINT32_MAX;
-        avg = co->rtt_ns ? co->rtt_ns - co->rtt_ns / 4 + ns / 4 : ns;
+        /* A trial's average starts from its own first call. */
+        avg = co->rtt_ns && co->trial != PC_CALL_TRIAL ? co->rtt_ns - co->rtt_ns / 4 + ns / 4
+                                                       : ns;
         co->rtt_ns = (uint32_t)avg;
-        if (!co->near && avg < lim)
-                co->near = true;
-        else if (co->near && avg > lim + lim / 2)
-                co->near = false;
+        if (co->trial) {
+                if (--co->trial)
+                        return;
+                /* The trial's way stays if it beat the kept one by a
+                 * sixteenth; otherwise back, and the next trial waits
+                 * twice as long. */
+                if (avg < co->kept_ns - co->kept_ns / 16) {
+                        co->explore_gap = PC_CALL_EXPLORE_MIN;
+                } else {
+                        co->near = !co->near;
+                        co->rtt_ns = co->kept_ns;
+                        if (co->explore_gap < PC_CALL_EXPLORE_MAX)
+                                co->explore_gap *= 2;
+                }
+                co->explore_in = co->explore_gap;
+        } else if (avg < lim || avg > slow) {
+                /* Under the bound the pair shares a cache: near. Above
+                 * PC_CALL_SLOW times it the callee is busy or parked: far.
+                 * Either way a return to the band between tries again
+                 * soon. */
+                co->near = avg < lim;
+                co->explore_gap = PC_CALL_EXPLORE_MIN;
+                co->explore_in = PC_CALL_EXPLORE_MIN;
+        } else if (co->explore_in <= 1) {
+                /* Between the two, which way is faster depends on the
+                 * machine: try the other one now and then. */
+                co->kept_ns = (uint32_t)avg;
+                co->near = !co->near;
+                co->trial = PC_CALL_TRIAL;
+        } else {
+                co->explore_in--;
+        }
+}
+
+/* A timed slot call to @callee came back after @ns. */
+static void call_timed(struct pc__shard_worker *sw, unsigned callee, uint64_t ns)
+{
+        struct pc__call_out *co = &sw->cout[callee];
+
+        pc__call_choose(co, ns, sw->near_ns);
         pair_set(sw, 2 * callee + MBOX_REP, pair_state(co));
 }
 
@@ -1341,12 +1389,14 @@ static int alloc_worker(struct pc__shard *sh, unsigned id)
                 return -ENOMEM;
         sw->near_ns = sh->near_ns;
         sw->time_calls = sh->near_ns != 0 && sh->near_ns != UINT32_MAX;
-        if (sh->near_ns == UINT32_MAX)
-                for (unsigned peer = 0; peer < sh->n; peer++)
-                        if (peer != id) {
-                                sw->cout[peer].near = true;
-                                pair_set(sw, 2 * peer + MBOX_REP, PAIR_NEAR);
-                        }
+        for (unsigned peer = 0; peer < sh->n; peer++) {
+                sw->cout[peer].explore_gap = PC_CALL_EXPLORE_MIN;
+                sw->cout[peer].explore_in = PC_CALL_EXPLORE_MIN;
+                if (sh->near_ns == UINT32_MAX && peer != id) {
+                        sw->cout[peer].near = true;
+                        pair_set(sw, 2 * peer + MBOX_REP, PAIR_NEAR);
+                }
+        }
         return 0;
 }
 

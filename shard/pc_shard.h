@@ -56,10 +56,12 @@ struct pc_shard_opts {
          *  this on average (ns) runs "near": the caller reuses the line of
          *  its last answered call, and both workers look for the next one
          *  eagerly (see pc_shard_stats.slot_calls_near). Default 200: the
-         *  round trip of two cores that share a cache, and not that of two
-         *  that talk across a socket or a host's far placement, where
-         *  eager looks take the line from its writer. 0: never near;
-         *  UINT32_MAX: always (tests). */
+         *  round trip of two cores that share a cache. Slower than 4 times
+         *  this, the callee is busy or parked: the pair runs "far" (a slot
+         *  per call in turn, idle spins paced). In between (cores that
+         *  talk across caches or sockets) the pair tries both ways now and
+         *  then and keeps the faster, which differs between machines.
+         *  0: never timed, never near; UINT32_MAX: always near (tests). */
         uint32_t call_near_ns;
 };
 
@@ -277,7 +279,7 @@ struct pc_shard_stats {
                                        the line of the pair's last call */
         uint64_t near_pairs; /**< now: the pairs (it as caller, or as callee)
                                   that run near (pc_shard_opts.call_near_ns) */
-        uint64_t far_pairs;  /**< now: the pairs timed slower than that; while it
+        uint64_t far_pairs;  /**< now: the timed pairs that run far; while it
                                   has any and no near one, its idle spin pauses
                                   (a look at a far line slows its writer) */
 };

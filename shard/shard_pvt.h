@@ -36,6 +36,10 @@
 #define PC_CSLOTS 4            /* call slots per (caller, callee) pair: a power of two, >= 2 */
 #define PC_CALL_NEAR_NS 200    /* default pc_shard_opts.call_near_ns */
 #define PC_CALL_TIME_EVERY 64  /* a caller times one slot call in this many (a power of two) */
+#define PC_CALL_SLOW 4         /* above this many call_near_ns a pair runs far, untried */
+#define PC_CALL_TRIAL 4        /* timed calls a trial of the other way takes */
+#define PC_CALL_EXPLORE_MIN 4  /* timed calls between trials, at first... */
+#define PC_CALL_EXPLORE_MAX 256 /* ...doubled after each trial that lost, up to this */
 
 enum { MBOX_REQ = 0, MBOX_REP = 1 };
 
@@ -120,6 +124,10 @@ struct pc__call_out {
         uint64_t posted, reaped; /* slot calls posted, and answered and run */
         uint32_t ring_calls;     /* calls on the ring whose replies are due */
         uint32_t rtt_ns;         /* timed slot calls' round trip, averaged; 0: none yet */
+        uint32_t kept_ns;        /* during a trial: rtt_ns of the way it may replace */
+        uint16_t trial;          /* timed calls left in a trial of the other way; 0: none */
+        uint16_t explore_in;     /* timed calls until the next trial */
+        uint16_t explore_gap;    /* what explore_in starts from (mailbox.c) */
         uint64_t timed;          /* 1 + the slot call being timed; 0: none */
         uint64_t timed_at;       /* pc__now() when it was posted */
         uint8_t off;             /* call c's slot: (c + off) % PC_CSLOTS (mailbox.c) */
@@ -257,6 +265,12 @@ int pc__mbox_send(struct pc__shard_worker *sw, unsigned dst, unsigned kind,
 /* Take @n nodes from the free list for pc__mbox_send(), all or none. */
 int pc__mbox_reserve(struct pc__shard_worker *sw, unsigned n, struct pc_task **spare);
 void pc__mbox_unreserve(struct pc__shard_worker *sw, struct pc_task *spare);
+
+/* mailbox.c: a timed slot call of pair @co took @ns; average it into
+ * co->rtt_ns and set co->near by pc_shard_opts.call_near_ns @near_ns and
+ * the trials between (see "Near and far"). Touches @co only: the owner's
+ * worker, or a test. */
+void pc__call_choose(struct pc__call_out *co, uint64_t ns, uint32_t near_ns);
 
 /* blocking.c */
 int pc__blocking_start(struct pc__shard *sh, unsigned nthreads);

@@ -19,6 +19,7 @@
 #include "pc_test.h"
 #include "pc_core_pvt.h"
 #include "pc_shard.h"
+#include "shard_pvt.h"
 
 /* A watchdog for tests whose failure mode is a lost wake-up: after @secs it
  * flags the run and stops it (stopping wakes every worker), so the test
@@ -950,6 +951,105 @@ static void test_call_chains_timed_near(void **state)
         }
 }
 
+/* ---- near or far: the choice by timed calls ------------------------------ */
+
+/* A pair in the state a worker starts it in (mailbox.c, shard_worker_init). */
+static struct pc__call_out fresh_pair(void)
+{
+        struct pc__call_out co;
+
+        memset(&co, 0, sizeof(co));
+        co.explore_gap = PC_CALL_EXPLORE_MIN;
+        co.explore_in = PC_CALL_EXPLORE_MIN;
+        return co;
+}
+
+/* Feed @n timed calls that take @near_ns while the pair runs near and
+ * @far_ns while it runs far, against the bound @bound; returns how many
+ * ran near. */
+static unsigned feed_by(struct pc__call_out *co, unsigned n, uint64_t near_ns, uint64_t far_ns,
+                        uint32_t bound)
+{
+        unsigned near = 0;
+
+        for (unsigned i = 0; i < n; i++) {
+                near += co->near;
+                pc__call_choose(co, co->near ? near_ns : far_ns, bound);
+        }
+        return near;
+}
+
+/* The same against the default bound. */
+static unsigned feed(struct pc__call_out *co, unsigned n, uint64_t near_ns, uint64_t far_ns)
+{
+        return feed_by(co, n, near_ns, far_ns, 200);
+}
+
+static void test_call_choice_by_bounds(void **state)
+{
+        struct pc__call_out co = fresh_pair();
+
+        (void)state;
+        /* Under the bound: near at once, whatever the other way costs. */
+        pc__call_choose(&co, 90, 200);
+        assert_true(co.near);
+        assert_int_equal(co.rtt_ns, 90);
+        assert_int_equal(feed(&co, 1000, 90, 50), 1000);
+        /* A parked callee (ms): far, the average clamped, no trial. */
+        co = fresh_pair();
+        assert_int_equal(feed(&co, 100, 5000000, 5000000), 0);
+        assert_false(co.near);
+        assert_int_equal(co.trial, 0);
+        assert_true(co.rtt_ns <= 2 * PC_CALL_SLOW * 200);
+        /* Back under the bound: near again. */
+        pc__call_choose(&co, 50, 200);
+        for (int i = 0; i < 40 && !co.near; i++)
+                pc__call_choose(&co, 50, 200);
+        assert_true(co.near);
+        /* The tests' bounds: UINT32_MAX - 1 is never left, 1 never met. */
+        co = fresh_pair();
+        assert_int_equal(feed_by(&co, 1000, 400, 300, UINT32_MAX - 1), 999);
+        assert_true(co.near);
+        co = fresh_pair();
+        assert_int_equal(feed_by(&co, 1000, 60, 400, 1), 0);
+        /* The clamp keeps a bound near UINT32_MAX from overflowing. */
+        co = fresh_pair();
+        pc__call_choose(&co, UINT64_MAX, UINT32_MAX - 1);
+        assert_int_equal(co.rtt_ns, UINT32_MAX);
+}
+
+static void test_call_choice_tries_both(void **state)
+{
+        struct pc__call_out co = fresh_pair();
+        unsigned near;
+
+        (void)state;
+        /* Between the bound and PC_CALL_SLOW times it, the faster way
+         * wins, whichever the first timing picked; the other is tried
+         * ever more rarely (the trials' share stays under 3 %). */
+        near = feed(&co, 10000, 320, 400); /* this Zen 4 guest's far placement */
+        assert_true(co.near || co.trial);
+        assert_true(near > 9700);
+        co = fresh_pair();
+        near = feed(&co, 10000, 430, 320); /* a Zen 5 guest's */
+        assert_true(!co.near || co.trial);
+        assert_true(near < 300);
+        /* The machine changes under the pair: it follows within the
+         * longest gap between trials and one trial. */
+        near = feed(&co, 2 * (PC_CALL_EXPLORE_MAX + PC_CALL_TRIAL), 300, 420);
+        assert_true(co.near || co.trial);
+        near = feed(&co, 1000, 300, 420);
+        assert_true(near > 950);
+        /* Equal ways: the kept one stays (a trial must win by a
+         * sixteenth), and the trials back off. */
+        co = fresh_pair();
+        pc__call_choose(&co, 350, 200);
+        assert_false(co.near);
+        near = feed(&co, 10000, 350, 350);
+        assert_true(near < 300);
+        assert_int_equal(co.explore_gap, PC_CALL_EXPLORE_MAX);
+}
+
 /* ---- idle polls inspect no ring, with 64 workers ------------------------- */
 
 #define IW 64
@@ -1078,6 +1178,8 @@ int main(void)
                 cmocka_unit_test(test_call_chains_near),
                 cmocka_unit_test(test_call_chains_far),
                 cmocka_unit_test(test_call_chains_timed_near),
+                cmocka_unit_test(test_call_choice_by_bounds),
+                cmocka_unit_test(test_call_choice_tries_both),
                 cmocka_unit_test(test_overflow_sender_sleeps_and_is_woken),
                 cmocka_unit_test(test_ping_pong_parking),
                 cmocka_unit_test(test_idle_poll_inspects_no_ring),
