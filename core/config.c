@@ -29,7 +29,7 @@ void pc_config_init(struct pc_config *cfg)
         cfg->remote_steal_min = 4;
         cfg->idle = PC_IDLE_ADAPTIVE;
         cfg->idle_spin_us = 50;
-        cfg->sched = PC_SCHED_NORMAL;
+        cfg->sched = PC_SCHED_AUTO;
         cfg->shared = PC_SHARED_AUTO;
         cfg->fiber_stack_kb = 64;
         cfg->stall_ms = 100;
@@ -45,7 +45,7 @@ void pc_config_init(struct pc_config *cfg)
 
 static const char *const mode_names[] = {"tpc", "elastic", "deterministic"};
 static const char *const idle_names[] = {"poll", "park", "adaptive"};
-static const char *const sched_names[] = {"normal", "batch"};
+static const char *const sched_names[] = {"normal", "batch", "auto"};
 static const char *const shared_names[] = {"auto", "off", "on"};
 static const char *const place_names[] = {"compact", "spread"};
 static const char *const tier_names[] = {"numa", "flat"};

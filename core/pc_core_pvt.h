@@ -152,6 +152,8 @@ struct pc__share {
         int fd;           /* /proc/thread-self/schedstat; -1: not watching */
         bool roaming;     /* may run on the run's CPUs of its node */
         bool told;        /* the first roam of the run was logged */
+        bool batched;     /* PERCORE_SCHED=auto made the thread SCHED_BATCH */
+        int policy;       /* its policy before that (sched_getscheduler()) */
         unsigned calm;    /* calm windows in a row while roaming */
         unsigned calm_need;
         unsigned roams;

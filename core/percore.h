@@ -77,7 +77,7 @@ enum pc_log_level {
 /** How the kernel schedules a worker's thread (PERCORE_SCHED). */
 enum pc_sched {
         /** SCHED_OTHER: a worker that wakes may preempt whatever runs on its
-         * CPU at once (the default). */
+         * CPU at once. */
         PC_SCHED_NORMAL,
         /** SCHED_BATCH: a worker that wakes waits until the thread running
          * on its CPU sleeps or ends its slice, then serves everything that
@@ -85,6 +85,10 @@ enum pc_sched {
          * threads (a client on the same CPUs): fewer, longer turns for both.
          * On CPUs of its own a worker runs the same either way. */
         PC_SCHED_BATCH,
+        /** SCHED_BATCH while the worker roams (PERCORE_SHARED: it found its
+         * CPU shared with a busy thread), SCHED_OTHER otherwise; a thread
+         * whose policy was not SCHED_OTHER (chrt) keeps it (the default). */
+        PC_SCHED_AUTO,
 };
 
 /** Pinned workers on CPUs other threads want too (PERCORE_SHARED). */

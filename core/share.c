@@ -23,6 +23,10 @@
  * doubles each time it roams again (up to PC_SHARE_CALM_MAX windows), so
  * a worker that contention keeps finding settles on roaming.
  *
+ * While it roams, PERCORE_SCHED=auto (the default) also makes its thread
+ * SCHED_BATCH: a wake-up then no longer preempts the thread it shares
+ * with, and both run fewer, longer turns (batch_enter()).
+ *
  * A worker alone on its CPU waits a few percent at most (a kernel thread
  * now and then) and is never moved. PERCORE_SHARED=off keeps every worker
  * pinned; =on makes the pinned ones roam from the start (the
@@ -67,6 +71,44 @@ static unsigned roam_set(const struct pc_worker *w, cpu_set_t *set, char *list, 
         return n;
 }
 
+/* PERCORE_SCHED=auto: a roaming worker's thread runs SCHED_BATCH, so that
+ * waking it does not preempt the thread it shares a CPU with; it takes
+ * its turn when that thread sleeps or its slice ends, and serves what
+ * arrived meanwhile in one pass (both run fewer, longer turns). A thread
+ * that runs another policy (chrt) keeps it. */
+static void batch_enter(struct pc_worker *w)
+{
+        struct sched_param sp = {0};
+        int was;
+
+        if (w->rt->cfg.sched != PC_SCHED_AUTO || w->share.batched)
+                return;
+        was = sched_getscheduler(0);
+        if (was < 0 || (was & ~SCHED_RESET_ON_FORK) != SCHED_OTHER)
+                return;
+        if (sched_setscheduler(0, SCHED_BATCH | (was & SCHED_RESET_ON_FORK), &sp)) {
+                pc_log(PC_LOG_WARN, "worker %u: cannot run as SCHED_BATCH: %s", w->id,
+                       pc_strerror(-errno));
+                return;
+        }
+        w->share.policy = was;
+        w->share.batched = true;
+}
+
+/* The policy batch_enter() found, back. */
+static void batch_leave(struct pc_worker *w)
+{
+        struct sched_param sp = {0};
+
+        if (!w->share.batched)
+                return;
+        if (sched_setscheduler(0, w->share.policy, &sp))
+                pc_log(PC_LOG_WARN, "worker %u: cannot leave SCHED_BATCH: %s", w->id,
+                       pc_strerror(-errno));
+        else
+                w->share.batched = false;
+}
+
 static void pin_home(struct pc_worker *w)
 {
         int rc = pc__pin_self(w->cpu);
@@ -79,6 +121,7 @@ static void pin_home(struct pc_worker *w)
         }
         w->share.roaming = false;
         atomic_store_explicit(&w->stats.roaming, 0, memory_order_relaxed);
+        batch_leave(w);
 }
 
 static void roam(struct pc_worker *w, uint64_t wait_ns, uint64_t wall_ns)
@@ -97,6 +140,7 @@ static void roam(struct pc_worker *w, uint64_t wait_ns, uint64_t wall_ns)
         }
         w->share.roaming = true;
         w->share.calm = 0;
+        batch_enter(w);
         atomic_store_explicit(&w->stats.roaming, 1, memory_order_relaxed);
         atomic_store_explicit(&w->stats.roams,
                               atomic_load_explicit(&w->stats.roams, memory_order_relaxed) + 1,
@@ -107,12 +151,13 @@ static void roam(struct pc_worker *w, uint64_t wait_ns, uint64_t wall_ns)
         if (wall_ns)
                 pc_log(PC_LOG_INFO,
                        "worker %u waited for CPU %d %" PRIu64 "%% of %" PRIu64
-                       " ms (another thread runs there): it runs on CPUs %s while that lasts "
-                       "(PERCORE_SHARED=off keeps it pinned)",
-                       w->id, w->cpu, wait_ns * 100 / wall_ns, wall_ns / 1000000, list);
+                       " ms (another thread runs there): it runs on CPUs %s%s while that "
+                       "lasts (PERCORE_SHARED=off keeps it pinned)",
+                       w->id, w->cpu, wait_ns * 100 / wall_ns, wall_ns / 1000000, list,
+                       w->share.batched ? " as SCHED_BATCH" : "");
         else
-                pc_log(PC_LOG_INFO, "worker %u runs on CPUs %s (PERCORE_SHARED=on)", w->id,
-                       list);
+                pc_log(PC_LOG_INFO, "worker %u runs on CPUs %s%s (PERCORE_SHARED=on)", w->id,
+                       list, w->share.batched ? " as SCHED_BATCH" : "");
 }
 
 enum pc__share_move pc__share_judge(struct pc__share *s, uint64_t wait_ns, uint64_t wall_ns)

@@ -36,7 +36,7 @@ static void test_defaults(void **state)
         assert_null(c.cpus);
         assert_int_equal(c.placement, PC_PLACE_COMPACT);
         assert_true(c.pin);
-        assert_int_equal(c.sched, PC_SCHED_NORMAL);
+        assert_int_equal(c.sched, PC_SCHED_AUTO);
         assert_int_equal(c.shared, PC_SHARED_AUTO);
         assert_int_equal(c.steal_batch, 32);
         assert_int_equal(c.steal_tiers, PC_TIERS_NUMA);
@@ -144,8 +144,8 @@ static void test_env_rejects_bad_values(void **state)
                 {"PERCORE_STEAL_TIERS", "tiered", "numa, flat"},
                 {"PERCORE_REMOTE_STEAL_MIN", "0", "from 1"},
                 {"PERCORE_IDLE", "sleep", "poll, park, adaptive"},
-                {"PERCORE_SCHED", "fifo", "normal, batch"},
-                {"PERCORE_SCHED", "", "normal, batch"},
+                {"PERCORE_SCHED", "fifo", "normal, batch, auto"},
+                {"PERCORE_SCHED", "", "normal, batch, auto"},
                 {"PERCORE_SHARED", "yes", "auto, off, on"},
                 {"PERCORE_SHARED", "AUTO", "auto, off, on"},
                 {"PERCORE_IDLE_SPIN_US", "1.5", "integer"},
@@ -295,7 +295,7 @@ static void test_validate_program_values(void **state)
         assert_int_equal(pc_config_validate(&c, err, sizeof(err)), -EINVAL);
         assert_non_null(strstr(err, "stall_ms"));
         pc_config_init(&c);
-        c.sched = (enum pc_sched)2;
+        c.sched = (enum pc_sched)3;
         assert_int_equal(pc_config_validate(&c, err, sizeof(err)), -EINVAL);
         pc_config_init(&c);
         c.shared = (enum pc_shared)3;
@@ -358,7 +358,7 @@ static void test_format_one_line(void **state)
         assert_non_null(strstr(buf, "mode=tpc"));
         assert_non_null(strstr(buf, "workers=4"));
         assert_non_null(strstr(buf, "idle=adaptive"));
-        assert_non_null(strstr(buf, "sched=normal"));
+        assert_non_null(strstr(buf, "sched=auto"));
         assert_non_null(strstr(buf, "shared=auto"));
         assert_non_null(strstr(buf, "stall_ms=100"));
         assert_non_null(strstr(buf, "metrics=off"));

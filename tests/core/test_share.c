@@ -87,6 +87,7 @@ struct run {
         _Atomic bool hog_stop;
         _Atomic bool roamed;    /* worker 1 seen roaming */
         _Atomic bool roamed0;   /* worker 0 seen roaming as its first task ran */
+        _Atomic int policy[2];  /* each worker's scheduling policy, seen last */
         uint64_t deadline_ns;
         bool hog;               /* keep worker 1 busy until it roams */
         int64_t wait0;          /* worker 1's run delay when it started */
@@ -151,6 +152,7 @@ static void on_w1(void *arg)
         }
         pc_stats_snapshot(R.rt, st, 2);
         R.roamed = st[1].roaming;
+        R.policy[1] = sched_getscheduler(0);
         pc_runtime_stop(R.rt);
 }
 
@@ -162,6 +164,7 @@ static void on_w0(void *arg)
         pc_stats_snapshot(R.rt, st, 2);
         R.roamed0 = st[0].roaming;
         R.allowed[0] = allowed_now();
+        R.policy[0] = sched_getscheduler(0);
         assert_int_equal(pc_spawn_on(1, on_w1, NULL), 0);
 }
 
@@ -178,8 +181,10 @@ static void *hog(void *arg)
         return NULL;
 }
 
-static void run_shared(enum pc_shared mode, bool with_hog, struct pc_worker_stats st[2])
+static void run_shared_as(enum pc_shared mode, enum pc_sched sched, bool with_hog,
+                          struct pc_worker_stats st[2])
 {
+        int policy = sched_getscheduler(0);
         struct pc_config c;
         char cpus[32];
         cpu_set_t before, after;
@@ -193,6 +198,7 @@ static void run_shared(enum pc_shared mode, bool with_hog, struct pc_worker_stat
         c.cpus = cpus;
         c.pin = true;
         c.shared = mode;
+        c.sched = sched;
         c.log_level = PC_LOG_WARN;
         memset(&R, 0, sizeof(R));
         R.hog = with_hog;
@@ -205,12 +211,22 @@ static void run_shared(enum pc_shared mode, bool with_hog, struct pc_worker_stat
         assert_int_equal(pc_runtime_run(R.rt, on_w0, NULL), 0);
         sched_getaffinity(0, sizeof(after), &after);
         assert_true(CPU_EQUAL(&before, &after)); /* the caller's mask is back */
+        assert_int_equal(sched_getscheduler(0), policy); /* and its policy */
         if (with_hog) {
                 R.hog_stop = true;
                 pthread_join(t, NULL);
         }
         assert_int_equal(pc_stats_snapshot(R.rt, st, 2), 2);
         pc_runtime_destroy(R.rt);
+}
+
+/* The default PERCORE_SCHED (auto). */
+static void run_shared(enum pc_shared mode, bool with_hog, struct pc_worker_stats st[2])
+{
+        struct pc_config c;
+
+        pc_config_init(&c);
+        run_shared_as(mode, c.sched, with_hog, st);
 }
 
 static void test_on_roams(void **state)
@@ -223,15 +239,33 @@ static void test_on_roams(void **state)
         assert_true(R.roamed);
         assert_int_equal(R.allowed[0], 2);
         assert_int_equal(R.allowed[1], 2);
+        /* PERCORE_SCHED=auto: SCHED_BATCH while roaming. */
+        assert_int_equal(R.policy[0], SCHED_BATCH);
+        assert_int_equal(R.policy[1], SCHED_BATCH);
         for (int w = 0; w < 2; w++) {
                 assert_false(st[w].roaming); /* pinned back as the run ended */
                 assert_int_equal(st[w].roams, 1);
         }
 }
 
+/* PERCORE_SCHED=normal: roaming leaves the policy alone. */
+static void test_on_roams_normal(void **state)
+{
+        struct pc_worker_stats st[2];
+        int policy = sched_getscheduler(0);
+
+        (void)state;
+        run_shared_as(PC_SHARED_ON, PC_SCHED_NORMAL, false, st);
+        assert_true(R.roamed0);
+        assert_true(R.roamed);
+        assert_int_equal(R.policy[0], policy);
+        assert_int_equal(R.policy[1], policy);
+}
+
 static void test_off_stays(void **state)
 {
         struct pc_worker_stats st[2];
+        int policy = sched_getscheduler(0);
 
         (void)state;
         run_shared(PC_SHARED_OFF, true, st);
@@ -239,6 +273,9 @@ static void test_off_stays(void **state)
         assert_false(R.roamed);
         assert_int_equal(R.allowed[0], 1);
         assert_int_equal(R.allowed[1], 1);
+        /* Pinned, PERCORE_SCHED=auto changes nothing. */
+        assert_int_equal(R.policy[0], policy);
+        assert_int_equal(R.policy[1], policy);
         assert_int_equal(st[1].roams, 0);
 }
 
@@ -254,6 +291,7 @@ static void test_auto_roams_beside_a_busy_thread(void **state)
         run_shared(PC_SHARED_AUTO, true, st);
         assert_true(R.roamed);
         assert_int_equal(R.allowed[1], 2);
+        assert_int_equal(R.policy[1], SCHED_BATCH);
         assert_true(st[1].roams >= 1);
 }
 
@@ -262,6 +300,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_judge),
                 cmocka_unit_test(test_on_roams),
+                cmocka_unit_test(test_on_roams_normal),
                 cmocka_unit_test(test_off_stays),
                 cmocka_unit_test(test_auto_roams_beside_a_busy_thread),
         };
