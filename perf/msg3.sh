@@ -24,7 +24,8 @@
 # guest on the same core). A ratio pairs only rounds whose side and peer
 # ran under matching probes; "/N" says how many did. A process none of
 # whose rounds paired measured nothing there: "unmeasured", not a miss.
-# The same ratios per placement follow, each level with its own verdict.
+# The same ratios per placement follow, each level with its own verdict
+# (the target, and the spread over the processes that ran there).
 #
 # usage: perf/msg3.sh [-b BENCH] [-n PROCESSES] [-o DIR] [-- BENCH ARGS...]
 #        perf/msg3.sh -a DIR
@@ -247,10 +248,12 @@ if levels:
                     cells.append("-")
             if not vals:
                 continue
-            spread = f"{max(vals) / min(vals):.2f}" if len(vals) > 1 else "-"
+            sp = max(vals) / min(vals) if len(vals) > 1 else None
+            spread = f"{sp:.2f}" if sp else "-"
+            sp_what = ("met" if sp <= SPREAD else "missed") if sp else "unmeasured"
             name = f"  {case} vs {peer[5:]}"
             print(f"{name:<25} " + "  ".join(c.rjust(7) for c in cells) + f"  {spread:>6}  "
-                  f"{'met' if all(v >= want for v in vals) else 'missed'}")
+                  f"{'met' if all(v >= want for v in vals) else 'missed'}, spread {sp_what}")
 print()
 print("missed: " + "; ".join(missed) if missed else "every target met where measured")
 if unpaired:
