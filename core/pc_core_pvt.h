@@ -7,6 +7,7 @@
 #define PC_CORE_PVT_H
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdbool.h>
@@ -152,8 +153,8 @@ struct pc__share {
         int fd;           /* /proc/thread-self/schedstat; -1: not watching */
         bool roaming;     /* may run on the run's CPUs of its node */
         bool told;        /* the first roam of the run was logged */
-        bool batched;     /* PERCORE_SCHED=auto made the thread SCHED_BATCH */
-        int policy;       /* its policy before that (sched_getscheduler()) */
+        int policy;       /* >= 0: PERCORE_SCHED=auto made the thread SCHED_BATCH,
+                           * and this was its policy (pc__sched_batch()) */
         unsigned calm;    /* calm windows in a row while roaming */
         unsigned calm_need;
         unsigned roams;
@@ -530,6 +531,15 @@ void pc__stall_stop(struct pc_worker *w);
 
 /* Pin the calling thread to @cpu alone. Returns 0 or -errno. */
 int pc__pin_self(int cpu);
+
+/* runtime.c: make the calling thread, worker @id's, SCHED_BATCH (keeping
+ * SCHED_RESET_ON_FORK); with @other_only, only one that runs SCHED_OTHER.
+ * Returns the policy it had (its parameters into @was_sp), or -1 when
+ * nothing changed (a failure is logged). pc__sched_restore() gives that
+ * policy back (a no-op for -1). PERCORE_SCHED=batch (the whole loop) and
+ * =auto (share.c, while roaming). */
+int pc__sched_batch(unsigned id, bool other_only, struct sched_param *was_sp);
+void pc__sched_restore(unsigned id, int was, const struct sched_param *was_sp);
 
 /* share.c. start/stop: on the worker's thread as its loop starts and
  * ends; check: from the loop when PC_SHARE_WINDOW_NS passed since the

@@ -203,30 +203,36 @@ static void worker_loop_guarded(struct pc_worker *w)
         pthread_cleanup_pop(0);
 }
 
-/* PERCORE_SCHED=batch: make the calling thread, about to run worker @w,
- * SCHED_BATCH. Returns its policy before (into @was_sp, for
- * sched_restore()), or -1 when nothing was changed. */
-static int sched_enter(const struct pc_worker *w, struct sched_param *was_sp)
+int pc__sched_batch(unsigned id, bool other_only, struct sched_param *was_sp)
 {
         struct sched_param sp = {0};
-        int was;
+        int was = sched_getscheduler(0);
 
-        if (w->rt->cfg.sched != PC_SCHED_BATCH)
-                return -1;
-        was = sched_getscheduler(0);
-        if (was < 0 || sched_getparam(0, was_sp) || sched_setscheduler(0, SCHED_BATCH, &sp)) {
-                pc_log(PC_LOG_WARN, "worker %u: cannot run as SCHED_BATCH: %s", w->id,
+        if (was >= 0 && other_only && (was & ~SCHED_RESET_ON_FORK) != SCHED_OTHER)
+                return -1; /* a policy someone chose (chrt): theirs */
+        if (was < 0 || sched_getparam(0, was_sp) ||
+            sched_setscheduler(0, SCHED_BATCH | (was & SCHED_RESET_ON_FORK), &sp)) {
+                pc_log(PC_LOG_WARN, "worker %u: cannot run as SCHED_BATCH: %s", id,
                        pc_strerror(-errno));
                 return -1;
         }
         return was;
 }
 
-/* Give the calling thread back the policy sched_enter() found. */
-static void sched_restore(int was, const struct sched_param *was_sp)
+void pc__sched_restore(unsigned id, int was, const struct sched_param *was_sp)
 {
-        if (was >= 0)
-                sched_setscheduler(0, was, was_sp);
+        if (was >= 0 && sched_setscheduler(0, was, was_sp))
+                pc_log(PC_LOG_WARN, "worker %u: cannot leave SCHED_BATCH: %s", id,
+                       pc_strerror(-errno));
+}
+
+/* PERCORE_SCHED=batch: the calling thread, about to run worker @w, runs
+ * SCHED_BATCH (see pc__sched_batch()). */
+static int sched_enter(const struct pc_worker *w, struct sched_param *was_sp)
+{
+        if (w->rt->cfg.sched != PC_SCHED_BATCH)
+                return -1;
+        return pc__sched_batch(w->id, false, was_sp);
 }
 
 void pc__worker_main(struct pc_worker *w)
@@ -239,7 +245,7 @@ void pc__worker_main(struct pc_worker *w)
         pthread_setname_np(pthread_self(), name);
         was = sched_enter(w, &was_sp);
         worker_loop_guarded(w);
-        sched_restore(was, &was_sp);
+        pc__sched_restore(w->id, was, &was_sp);
 }
 
 int pc__pin_self(int cpu)
@@ -556,7 +562,7 @@ int pc_runtime_run(struct pc_runtime *rt, pc_task_fn main_fn, void *arg)
         /* Worker 0 is the calling thread: its policy comes back after. */
         sched = sched_enter(w0, &sched_sp);
         pc__worker_loop(w0);
-        sched_restore(sched, &sched_sp);
+        pc__sched_restore(w0->id, sched, &sched_sp);
         pc__monitor_stop(rt);
 
         for (unsigned i = 1; i < rt->nworkers; i++) {

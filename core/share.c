@@ -78,35 +78,19 @@ static unsigned roam_set(const struct pc_worker *w, cpu_set_t *set, char *list, 
  * that runs another policy (chrt) keeps it. */
 static void batch_enter(struct pc_worker *w)
 {
-        struct sched_param sp = {0};
-        int was;
+        struct sched_param sp;
 
-        if (w->rt->cfg.sched != PC_SCHED_AUTO || w->share.batched)
-                return;
-        was = sched_getscheduler(0);
-        if (was < 0 || (was & ~SCHED_RESET_ON_FORK) != SCHED_OTHER)
-                return;
-        if (sched_setscheduler(0, SCHED_BATCH | (was & SCHED_RESET_ON_FORK), &sp)) {
-                pc_log(PC_LOG_WARN, "worker %u: cannot run as SCHED_BATCH: %s", w->id,
-                       pc_strerror(-errno));
-                return;
-        }
-        w->share.policy = was;
-        w->share.batched = true;
+        if (w->rt->cfg.sched == PC_SCHED_AUTO && w->share.policy < 0)
+                w->share.policy = pc__sched_batch(w->id, true, &sp);
 }
 
-/* The policy batch_enter() found, back. */
+/* The policy batch_enter() found, back (SCHED_OTHER's only priority, 0). */
 static void batch_leave(struct pc_worker *w)
 {
-        struct sched_param sp = {0};
+        const struct sched_param sp = {0};
 
-        if (!w->share.batched)
-                return;
-        if (sched_setscheduler(0, w->share.policy, &sp))
-                pc_log(PC_LOG_WARN, "worker %u: cannot leave SCHED_BATCH: %s", w->id,
-                       pc_strerror(-errno));
-        else
-                w->share.batched = false;
+        pc__sched_restore(w->id, w->share.policy, &sp);
+        w->share.policy = -1;
 }
 
 static void pin_home(struct pc_worker *w)
@@ -154,10 +138,10 @@ static void roam(struct pc_worker *w, uint64_t wait_ns, uint64_t wall_ns)
                        " ms (another thread runs there): it runs on CPUs %s%s while that "
                        "lasts (PERCORE_SHARED=off keeps it pinned)",
                        w->id, w->cpu, wait_ns * 100 / wall_ns, wall_ns / 1000000, list,
-                       w->share.batched ? " as SCHED_BATCH" : "");
+                       w->share.policy >= 0 ? " as SCHED_BATCH" : "");
         else
                 pc_log(PC_LOG_INFO, "worker %u runs on CPUs %s%s (PERCORE_SHARED=on)", w->id,
-                       list, w->share.batched ? " as SCHED_BATCH" : "");
+                       list, w->share.policy >= 0 ? " as SCHED_BATCH" : "");
 }
 
 enum pc__share_move pc__share_judge(struct pc__share *s, uint64_t wait_ns, uint64_t wall_ns)
@@ -206,7 +190,7 @@ void pc__share_start(struct pc_worker *w)
         cpu_set_t set;
         int64_t d;
 
-        w->share = (struct pc__share){.fd = -1, .calm_need = PC_SHARE_CALM};
+        w->share = (struct pc__share){.fd = -1, .calm_need = PC_SHARE_CALM, .policy = -1};
         atomic_store_explicit(&w->stats.roaming, 0, memory_order_relaxed);
         if (!rt->cfg.pin || rt->cfg.shared == PC_SHARED_OFF || w->cpu < 0 ||
             roam_set(w, &set, NULL, 0) < 2)

@@ -894,8 +894,7 @@ void pc__call_choose(struct pc__call_out *co, uint64_t ns, uint32_t near_ns)
                  * Either way a return to the band between tries again
                  * soon. */
                 co->near = avg < lim;
-                co->explore_gap = PC_CALL_EXPLORE_MIN;
-                co->explore_in = PC_CALL_EXPLORE_MIN;
+                pc__call_explore_reset(co);
         } else if (co->explore_in <= 1) {
                 /* Between the two, which way is faster depends on the
                  * machine: try the other one now and then. */
@@ -1390,8 +1389,7 @@ static int alloc_worker(struct pc__shard *sh, unsigned id)
         sw->near_ns = sh->near_ns;
         sw->time_calls = sh->near_ns != 0 && sh->near_ns != UINT32_MAX;
         for (unsigned peer = 0; peer < sh->n; peer++) {
-                sw->cout[peer].explore_gap = PC_CALL_EXPLORE_MIN;
-                sw->cout[peer].explore_in = PC_CALL_EXPLORE_MIN;
+                pc__call_explore_reset(&sw->cout[peer]);
                 if (sh->near_ns == UINT32_MAX && peer != id) {
                         sw->cout[peer].near = true;
                         pair_set(sw, 2 * peer + MBOX_REP, PAIR_NEAR);

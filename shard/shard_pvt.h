@@ -266,6 +266,14 @@ int pc__mbox_send(struct pc__shard_worker *sw, unsigned dst, unsigned kind,
 int pc__mbox_reserve(struct pc__shard_worker *sw, unsigned n, struct pc_task **spare);
 void pc__mbox_unreserve(struct pc__shard_worker *sw, struct pc_task *spare);
 
+/* A pair's trials start over: the next one after PC_CALL_EXPLORE_MIN
+ * timed calls (a new pair, or one back between the bounds). */
+static inline void pc__call_explore_reset(struct pc__call_out *co)
+{
+        co->explore_gap = PC_CALL_EXPLORE_MIN;
+        co->explore_in = PC_CALL_EXPLORE_MIN;
+}
+
 /* mailbox.c: a timed slot call of pair @co took @ns; average it into
  * co->rtt_ns and set co->near by pc_shard_opts.call_near_ns @near_ns and
  * the trials between (see "Near and far"). Touches @co only: the owner's

@@ -959,8 +959,7 @@ static struct pc__call_out fresh_pair(void)
         struct pc__call_out co;
 
         memset(&co, 0, sizeof(co));
-        co.explore_gap = PC_CALL_EXPLORE_MIN;
-        co.explore_in = PC_CALL_EXPLORE_MIN;
+        pc__call_explore_reset(&co);
         return co;
 }
 
