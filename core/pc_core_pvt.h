@@ -8,6 +8,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdbool.h>
@@ -540,6 +541,13 @@ int pc__pin_self(int cpu);
  * =auto (share.c, while roaming). */
 int pc__sched_batch(unsigned id, bool other_only, struct sched_param *was_sp);
 void pc__sched_restore(unsigned id, int was, const struct sched_param *was_sp);
+
+/* runtime.c: while pc_runtime_stop_on_signals()'s thread takes SIGINT and
+ * SIGTERM, block them in the calling thread, about to run a worker, saving
+ * its mask in @old; returns whether it did. pc__signals_restore() puts
+ * that mask back (a no-op when @blocked is false). */
+bool pc__signals_block(sigset_t *old);
+void pc__signals_restore(bool blocked, const sigset_t *old);
 
 /* share.c. start/stop: on the worker's thread as its loop starts and
  * ends; check: from the loop when PC_SHARE_WINDOW_NS passed since the

@@ -242,8 +242,16 @@ int pc_runtime_run(struct pc_runtime *rt, pc_task_fn main_fn, void *arg);
 void pc_runtime_stop(struct pc_runtime *rt);
 
 /**
- * Make SIGINT and SIGTERM call pc_runtime_stop(@rt). Returns 0 or -errno
- * from sigaction(). Main thread, before pc_runtime_run().
+ * Make SIGINT and SIGTERM call pc_runtime_stop(@rt). The signals are taken
+ * by a thread of the runtime's (pc-signals, started by the first call) and
+ * blocked in the workers while they run, so a signal never interrupts a
+ * worker's loop, and its stop comes at once even where a worker never
+ * makes a system call (a polled device). A later call moves the signals to
+ * another @rt; pc_runtime_destroy() of the runtime named last puts the old
+ * handlers back and ends the thread. Returns 0 (also when the thread could
+ * not start: a warning is logged and the handler runs on whichever thread
+ * the signal lands), -EINVAL (@rt NULL) or -errno from sigaction(). Main
+ * thread, before pc_runtime_run().
  */
 int pc_runtime_stop_on_signals(struct pc_runtime *rt);
 

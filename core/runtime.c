@@ -5,13 +5,16 @@
  * CPUs, the caller becoming worker 0), stop (async-signal-safe), destroy.
  */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "pc_core_pvt.h"
 
@@ -241,11 +244,15 @@ void pc__worker_main(struct pc_worker *w)
         char name[16];
         int was;
 
+        sigset_t old;
+        bool blocked = pc__signals_block(&old);
+
         snprintf(name, sizeof(name), "pc-worker-%u", w->id);
         pthread_setname_np(pthread_self(), name);
         was = sched_enter(w, &was_sp);
         worker_loop_guarded(w);
         pc__sched_restore(w->id, was, &was_sp);
+        pc__signals_restore(blocked, &old);
 }
 
 int pc__pin_self(int cpu)
@@ -510,7 +517,8 @@ int pc_runtime_run(struct pc_runtime *rt, pc_task_fn main_fn, void *arg)
 {
         struct sched_param sched_sp = {0};
         struct pc_worker *w0;
-        bool entered = false;
+        bool entered = false, sig_blocked;
+        sigset_t sig_old;
         int rc = 0, sched;
 
         if (rt == NULL || main_fn == NULL)
@@ -561,7 +569,9 @@ int pc_runtime_run(struct pc_runtime *rt, pc_task_fn main_fn, void *arg)
         pc__runq_push(&w0->rq, &rt->main_task);
         /* Worker 0 is the calling thread: its policy comes back after. */
         sched = sched_enter(w0, &sched_sp);
+        sig_blocked = pc__signals_block(&sig_old);
         pc__worker_loop(w0);
+        pc__signals_restore(sig_blocked, &sig_old);
         pc__sched_restore(w0->id, sched, &sched_sp);
         pc__monitor_stop(rt);
 
@@ -609,6 +619,24 @@ static bool signals_installed;
  * workers' eventfds). */
 static _Atomic int signal_busy;
 
+/*
+ * Where the signals land. A process-directed signal goes to any thread
+ * that does not block it, the main thread first, and that is often a
+ * worker: its loop is interrupted (a system call of its returns EINTR),
+ * and under ThreadSanitizer the handler waits until that thread next
+ * enters an intercepted call, which a worker that polls a device and never
+ * sleeps (the DPDK backend) may never do: a SIGTERM was seen to leave such
+ * a run going for good. So pc_runtime_stop_on_signals() starts a thread of
+ * its own, pc-signals, that waits in poll() with SIGINT and SIGTERM open,
+ * and every worker blocks the two while it runs (signals_block()): the
+ * handler runs there at once, and the workers never see a signal. The
+ * thread ends when pc_runtime_destroy() puts the old handlers back
+ * (signal_quit: an eventfd it polls).
+ */
+static pthread_t signal_thread;
+static _Atomic bool signal_thread_on;
+static int signal_quit = -1;
+
 static void on_signal(int sig)
 {
         (void)sig;
@@ -617,9 +645,84 @@ static void on_signal(int sig)
         atomic_fetch_sub(&signal_busy, 1);
 }
 
+static void stop_signals_set(sigset_t *set)
+{
+        sigemptyset(set);
+        sigaddset(set, SIGINT);
+        sigaddset(set, SIGTERM);
+}
+
+static void *signal_main(void *arg)
+{
+        struct pollfd pfd = {.fd = signal_quit, .events = POLLIN};
+        sigset_t set;
+
+        (void)arg;
+        stop_signals_set(&set);
+        pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+        /* A signal ends the wait with EINTR once its handler has run. */
+        while (poll(&pfd, 1, -1) <= 0)
+                ;
+        return NULL;
+}
+
+static int signal_thread_start(void)
+{
+        sigset_t set, old;
+        int rc;
+
+        signal_quit = eventfd(0, EFD_CLOEXEC);
+        if (signal_quit < 0)
+                return -errno;
+        /* Born with the two blocked: it opens them itself. */
+        stop_signals_set(&set);
+        pthread_sigmask(SIG_BLOCK, &set, &old);
+        rc = pthread_create(&signal_thread, NULL, signal_main, NULL);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (rc) {
+                close(signal_quit);
+                signal_quit = -1;
+                return -rc;
+        }
+        pthread_setname_np(signal_thread, "pc-signals");
+        atomic_store(&signal_thread_on, true);
+        return 0;
+}
+
+static void signal_thread_stop(void)
+{
+        uint64_t one = 1;
+
+        if (!atomic_load(&signal_thread_on))
+                return;
+        if (write(signal_quit, &one, sizeof(one)) != sizeof(one))
+                pc_log(PC_LOG_WARN, "pc-signals: cannot tell it to end: %s", pc_strerror(-errno));
+        pthread_join(signal_thread, NULL);
+        atomic_store(&signal_thread_on, false);
+        close(signal_quit);
+        signal_quit = -1;
+}
+
+bool pc__signals_block(sigset_t *old)
+{
+        sigset_t set;
+
+        if (!atomic_load(&signal_thread_on))
+                return false;
+        stop_signals_set(&set);
+        return pthread_sigmask(SIG_BLOCK, &set, old) == 0;
+}
+
+void pc__signals_restore(bool blocked, const sigset_t *old)
+{
+        if (blocked)
+                pthread_sigmask(SIG_SETMASK, old, NULL);
+}
+
 int pc_runtime_stop_on_signals(struct pc_runtime *rt)
 {
         struct sigaction sa;
+        int rc;
 
         if (rt == NULL)
                 return -EINVAL;
@@ -630,9 +733,18 @@ int pc_runtime_stop_on_signals(struct pc_runtime *rt)
         sa.sa_handler = on_signal;
         sigemptyset(&sa.sa_mask);
         sa.sa_flags = SA_RESTART;
-        if (sigaction(SIGINT, &sa, &old_int) != 0 || sigaction(SIGTERM, &sa, &old_term) != 0)
+        if (sigaction(SIGINT, &sa, &old_int) != 0)
                 return -errno;
+        if (sigaction(SIGTERM, &sa, &old_term) != 0) {
+                rc = -errno;
+                sigaction(SIGINT, &old_int, NULL);
+                return rc;
+        }
         signals_installed = true;
+        rc = signal_thread_start();
+        if (rc) /* the handlers still work, on whichever thread they land */
+                pc_log(PC_LOG_WARN, "pc-signals: no thread for SIGINT/SIGTERM (%s): they "
+                       "may interrupt a worker", pc_strerror(rc));
         return 0;
 }
 
@@ -663,6 +775,7 @@ void pc_runtime_destroy(struct pc_runtime *rt)
                         sigaction(SIGINT, &old_int, NULL);
                         sigaction(SIGTERM, &old_term, NULL);
                         signals_installed = false;
+                        signal_thread_stop();
                 }
                 /* A handler that read rt before the store above finishes
                  * its stop before anything of rt is freed (seq_cst: its

@@ -4,10 +4,12 @@
  * while draining, across workers), stop works from any thread and from a
  * signal, a runtime can run again, and destroy frees what never ran.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -175,6 +177,101 @@ static void test_sigterm_stops(void **state)
         assert_int_equal(pc_runtime_stop_on_signals(NULL), -EINVAL);
 }
 
+/* ---- SIGTERM reaches workers that never make a system call ------------- */
+
+/* Workers that spin (PC_IDLE_POLL) make no system call, and a signal
+ * handler that ThreadSanitizer defers on such a thread would never run:
+ * the signals go to pc-signals instead, and the workers block them while
+ * they run. */
+static _Atomic int masked_on[2];
+static _Atomic bool spin_started;
+
+static void record_mask(void *arg)
+{
+        sigset_t cur;
+
+        (void)arg;
+        assert_int_equal(pthread_sigmask(SIG_BLOCK, NULL, &cur), 0);
+        atomic_store(&masked_on[pc_worker_id()],
+                     1 + (sigismember(&cur, SIGTERM) == 1 && sigismember(&cur, SIGINT) == 1));
+}
+
+static void spin_main(void *arg)
+{
+        (void)arg;
+        record_mask(NULL);
+        assert_int_equal(pc_spawn_on(1, record_mask, NULL), 0);
+        atomic_store(&spin_started, true);
+}
+
+static void *killer(void *arg)
+{
+        sigset_t set;
+
+        (void)arg;
+        /* Not here either: the signal must find pc-signals. */
+        sigemptyset(&set);
+        sigaddset(&set, SIGTERM);
+        sigaddset(&set, SIGINT);
+        pthread_sigmask(SIG_BLOCK, &set, NULL);
+        while (!atomic_load(&spin_started) || atomic_load(&masked_on[1]) == 0)
+                usleep(1000);
+        kill(getpid(), SIGTERM);
+        return NULL;
+}
+
+/* Threads of this process named @name. */
+static unsigned threads_named(const char *name)
+{
+        char path[300], comm[32];
+        struct dirent *d;
+        unsigned n = 0;
+        DIR *dir = opendir("/proc/self/task");
+
+        assert_non_null(dir);
+        while ((d = readdir(dir)) != NULL) {
+                FILE *f;
+
+                if (d->d_name[0] == '.')
+                        continue;
+                snprintf(path, sizeof(path), "/proc/self/task/%s/comm", d->d_name);
+                f = fopen(path, "r");
+                if (f == NULL) /* ended meanwhile */
+                        continue;
+                if (fgets(comm, sizeof(comm), f) && strncmp(comm, name, strlen(name)) == 0)
+                        n++;
+                fclose(f);
+        }
+        closedir(dir);
+        return n;
+}
+
+static void test_sigterm_spinning_workers(void **state)
+{
+        struct pc_config cfg;
+        struct pc_runtime *rt;
+        sigset_t cur;
+        pthread_t th;
+
+        (void)state;
+        pc_test_config(&cfg, 2);
+        cfg.idle = PC_IDLE_POLL;
+        assert_int_equal(pc_runtime_create(&cfg, &rt), 0);
+        assert_int_equal(pc_runtime_stop_on_signals(rt), 0);
+        assert_int_equal(threads_named("pc-signals"), 1);
+        assert_int_equal(pthread_create(&th, NULL, killer, NULL), 0);
+        assert_int_equal(pc_runtime_run(rt, spin_main, NULL), 0);
+        pthread_join(th, NULL);
+        /* Both workers ran with the two blocked ... */
+        assert_int_equal(atomic_load(&masked_on[0]), 2);
+        assert_int_equal(atomic_load(&masked_on[1]), 2);
+        /* ... and the caller has its own mask back. */
+        assert_int_equal(pthread_sigmask(SIG_BLOCK, NULL, &cur), 0);
+        assert_int_equal(sigismember(&cur, SIGTERM), 0);
+        pc_runtime_destroy(rt);
+        assert_int_equal(threads_named("pc-signals"), 0);
+}
+
 /* ---- run twice guards, stop before run, destroy frees the never-run ----- */
 
 static int nested_rc;
@@ -226,6 +323,7 @@ int main(void)
                 cmocka_unit_test(test_stop_drains_everything),
                 cmocka_unit_test(test_stop_from_outside_thread),
                 cmocka_unit_test(test_sigterm_stops),
+                cmocka_unit_test(test_sigterm_spinning_workers),
                 cmocka_unit_test(test_lifecycle_edges),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
