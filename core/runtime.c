@@ -666,10 +666,25 @@ static void *signal_main(void *arg)
         return NULL;
 }
 
+/* A child of fork() has no pc-signals: its workers keep the signals
+ * open, and the handler (inherited) runs wherever they land. */
+static void signal_thread_forget(void)
+{
+        if (!atomic_load(&signal_thread_on))
+                return;
+        atomic_store(&signal_thread_on, false);
+        close(signal_quit);
+        signal_quit = -1;
+}
+
 static int signal_thread_start(void)
 {
+        static bool atfork;
         sigset_t set, old;
         int rc;
+
+        if (!atfork && pthread_atfork(NULL, NULL, signal_thread_forget) == 0)
+                atfork = true;
 
         signal_quit = eventfd(0, EFD_CLOEXEC);
         if (signal_quit < 0)

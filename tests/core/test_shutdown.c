@@ -11,6 +11,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "pc_test.h"
@@ -246,6 +247,36 @@ static unsigned threads_named(const char *name)
         return n;
 }
 
+static void record_mask_stop(void *arg)
+{
+        record_mask(arg);
+        pc_runtime_stop(pc_runtime_current());
+}
+
+/* In a child of fork(): a runtime's worker 0 records its mask
+ * (masked_on[0]); the child exits with that record. Returns it (1: open,
+ * 2: blocked), or -1 when the child failed. */
+static int fork_child_masked(void)
+{
+        pid_t pid = fork();
+        int st;
+
+        if (pid == 0) {
+                struct pc_config cfg;
+                struct pc_runtime *crt;
+
+                pc_test_config(&cfg, 1);
+                atomic_store(&masked_on[0], 0);
+                if (pc_runtime_create(&cfg, &crt) || pc_runtime_run(crt, record_mask_stop, NULL))
+                        _exit(100);
+                pc_runtime_destroy(crt);
+                _exit(atomic_load(&masked_on[0]));
+        }
+        if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) > 2)
+                return -1;
+        return WEXITSTATUS(st);
+}
+
 static void test_sigterm_spinning_workers(void **state)
 {
         struct pc_config cfg;
@@ -268,6 +299,9 @@ static void test_sigterm_spinning_workers(void **state)
         /* ... and the caller has its own mask back. */
         assert_int_equal(pthread_sigmask(SIG_BLOCK, NULL, &cur), 0);
         assert_int_equal(sigismember(&cur, SIGTERM), 0);
+        /* A child of fork() has no pc-signals: its workers keep the
+         * signals open (else nothing would ever take them). */
+        assert_int_equal(fork_child_masked(), 1);
         pc_runtime_destroy(rt);
         assert_int_equal(threads_named("pc-signals"), 0);
 }
