@@ -24,9 +24,7 @@ trap '[ -z "$pid" ] || kill "$pid" 2>/dev/null; rm -f "$out"' EXIT
 for style in "" "--fibers"; do
 # The server stops at the SIGTERM sent once its client is done. Its
 # --duration is only the backstop, long enough for a loaded machine to
-# start the client late: under ThreadSanitizer a signal waits for the
-# receiving thread's next intercepted call, which a worker asleep in
-# io_uring_enter may not make before the duration ends. It listens on a
+# start the client late. It listens on a
 # port below the ephemeral range (32768 on), where other tests'
 # connections do not take it; one that another test holds makes the
 # server exit, and the next try takes another.
