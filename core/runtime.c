@@ -242,10 +242,9 @@ void pc__worker_main(struct pc_worker *w)
 {
         struct sched_param was_sp = {0};
         char name[16];
-        int was;
-
         sigset_t old;
         bool blocked = pc__signals_block(&old);
+        int was;
 
         snprintf(name, sizeof(name), "pc-worker-%u", w->id);
         pthread_setname_np(pthread_self(), name);
@@ -628,7 +627,7 @@ static _Atomic int signal_busy;
  * sleeps (the DPDK backend) may never do: a SIGTERM was seen to leave such
  * a run going for good. So pc_runtime_stop_on_signals() starts a thread of
  * its own, pc-signals, that waits in poll() with SIGINT and SIGTERM open,
- * and every worker blocks the two while it runs (signals_block()): the
+ * and every worker blocks the two while it runs (pc__signals_block()): the
  * handler runs there at once, and the workers never see a signal. The
  * thread ends when pc_runtime_destroy() puts the old handlers back
  * (signal_quit: an eventfd it polls).
