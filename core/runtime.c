@@ -665,8 +665,9 @@ static void *signal_main(void *arg)
         return NULL;
 }
 
-/* A child of fork() has no pc-signals: its workers keep the signals
- * open, and the handler (inherited) runs wherever they land. */
+/* Let go of pc-signals, ended (signal_thread_stop()) or, in a child of
+ * fork(), never there: its workers then keep the signals open, and the
+ * handler (inherited) runs wherever they land. */
 static void signal_thread_forget(void)
 {
         if (!atomic_load(&signal_thread_on))
@@ -712,9 +713,7 @@ static void signal_thread_stop(void)
         if (write(signal_quit, &one, sizeof(one)) != sizeof(one))
                 pc_log(PC_LOG_WARN, "pc-signals: cannot tell it to end: %s", pc_strerror(-errno));
         pthread_join(signal_thread, NULL);
-        atomic_store(&signal_thread_on, false);
-        close(signal_quit);
-        signal_quit = -1;
+        signal_thread_forget();
 }
 
 bool pc__signals_block(sigset_t *old)
