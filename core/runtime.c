@@ -677,14 +677,22 @@ static void signal_thread_forget(void)
         signal_quit = -1;
 }
 
+static void signal_atfork_install(void)
+{
+        int rc = pthread_atfork(NULL, NULL, signal_thread_forget);
+
+        if (rc)
+                pc_log(PC_LOG_WARN, "pc-signals: a fork()ed child's runtime may keep "
+                       "SIGINT/SIGTERM blocked: pthread_atfork: %s", pc_strerror(-rc));
+}
+
 static int signal_thread_start(void)
 {
-        static bool atfork;
+        static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
         sigset_t set, old;
         int rc;
 
-        if (!atfork && pthread_atfork(NULL, NULL, signal_thread_forget) == 0)
-                atfork = true;
+        pthread_once(&atfork_once, signal_atfork_install);
 
         signal_quit = eventfd(0, EFD_CLOEXEC);
         if (signal_quit < 0)
