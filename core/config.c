@@ -31,6 +31,7 @@ void pc_config_init(struct pc_config *cfg)
         cfg->idle_spin_us = 50;
         cfg->sched = PC_SCHED_AUTO;
         cfg->shared = PC_SHARED_AUTO;
+        cfg->pack = true;
         cfg->fiber_stack_kb = 64;
         cfg->stall_ms = 100;
         cfg->monitor_ms = 0;
@@ -189,6 +190,7 @@ int pc_config_from_env(struct pc_config *cfg, char *err, size_t errlen)
         UINT_VAR("PERCORE_IDLE_SPIN_US", 0, SPIN_US_MAX, idle_spin_us);
         ENUM_VAR("PERCORE_SCHED", sched_names, sched, enum pc_sched);
         ENUM_VAR("PERCORE_SHARED", shared_names, shared, enum pc_shared);
+        ENUM_VAR("PERCORE_PACK", bool_names, pack, bool);
         UINT_VAR("PERCORE_FIBER_STACK_KB", FIBER_KB_MIN, FIBER_KB_MAX, fiber_stack_kb);
         UINT_VAR("PERCORE_MONITOR_MS", 0, MONITOR_MS_MAX, monitor_ms);
         UINT_VAR("PERCORE_STALL_MS", 0, STALL_MS_MAX, stall_ms);
@@ -317,13 +319,13 @@ int pc_config_format(const struct pc_config *cfg, char *buf, size_t len)
         return snprintf(buf, len,
                         "mode=%s workers=%s cpus=%s placement=%s pin=%d steal_batch=%u "
                         "steal_tiers=%s remote_steal_min=%u idle=%s idle_spin_us=%u sched=%s "
-                        "shared=%s monitor_ms=%u seed=%" PRIu64 " sysfs_root=%s topology=%s eal_args=%s "
+                        "shared=%s pack=%d monitor_ms=%u seed=%" PRIu64 " sysfs_root=%s topology=%s eal_args=%s "
                         "log=%s stats=%d runq_size=%u fiber_stack_kb=%u stall_ms=%u metrics=%s",
                         pc_mode_name(cfg->mode), w, cfg->cpus ? cfg->cpus : "affinity",
                         place_names[cfg->placement], cfg->pin, cfg->steal_batch,
                         tier_names[cfg->steal_tiers], cfg->remote_steal_min,
                         idle_names[cfg->idle], cfg->idle_spin_us, sched_names[cfg->sched],
-                        shared_names[cfg->shared],
+                        shared_names[cfg->shared], cfg->pack,
                         cfg->monitor_ms, cfg->seed,
                         cfg->sysfs_root, topo_names[cfg->topology],
                         cfg->eal_args ? cfg->eal_args : "none", log_names[cfg->log_level],

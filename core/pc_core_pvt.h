@@ -90,6 +90,7 @@ struct pc_pub_stats {
         _Atomic uint64_t searches;
         _Atomic uint64_t stalls; /* stored by the stall detector as it counts one */
         _Atomic uint64_t roams, roaming; /* share.c, as they change */
+        _Atomic uint64_t packed, yields;  /* share.c (packing), as they change */
         _Atomic uint64_t steals_from[PC_MAX_WORKERS]; /* by victim */
 };
 
@@ -149,6 +150,23 @@ struct pc__stall {
 #define PC_SHARE_WAIT_LO 2             /* % at most: a calm window */
 #define PC_SHARE_CALM 10               /* calm windows in a row to pin back, first */
 #define PC_SHARE_CALM_MAX 200          /* ... doubling each roam after that, up to */
+/* Packing (PERCORE_PACK), share.c: how often a node's roaming workers
+ * weigh the other threads' use of their CPUs (from /proc/stat, whose
+ * counts tick every 10 ms: a window of 100 ms reads a CPU's to 0.1-0.2 of
+ * it, inside the slack below), and the busy turn a packed worker takes
+ * before it yields. */
+#define PC_PACK_WINDOW_NS 100000000ull
+#define PC_PACK_TURN_NS 300000ull
+/* Whole CPUs the other threads use, in thousandths: one more is left to
+ * them at (left + 1) * 1000 - PC_PACK_MORE, one fewer below
+ * left * 1000 - PC_PACK_LESS; and a CPU takes the place of one left when
+ * the others use it PC_PACK_SWAP more. */
+#define PC_PACK_MORE 300
+#define PC_PACK_LESS 500
+#define PC_PACK_SWAP 500
+#define PC_PACK_MIN 250 /* a CPU the others use less is never left to them */
+
+struct pc__pack;
 
 struct pc__share {
         int fd;           /* /proc/thread-self/schedstat; -1: not watching */
@@ -161,6 +179,10 @@ struct pc__share {
         unsigned roams;
         uint64_t at_ns;   /* clock at the last look */
         uint64_t wait_ns; /* the thread's run delay then */
+        unsigned pack_gen; /* the node's packing it applied (struct pc__pack) */
+        bool packed;       /* runs on fewer of its node's CPUs: others use the rest */
+        bool forever;      /* PERCORE_SHARED=on: roams whatever it waits */
+        uint64_t turn_ns;  /* packed: its last pass without work, or last yield */
 };
 
 enum pc__share_move { PC_SHARE_STAY, PC_SHARE_ROAM, PC_SHARE_PIN };
@@ -224,6 +246,7 @@ struct pc_worker {
         const struct pc_poller *cur_poller;
         struct pc__stall stall;
         struct pc__share share;
+        struct pc__pack *pack; /* its node's (share.c); NULL: never roams */
         /* quiescence counters, owner-written, read by the coordinator */
         _Atomic uint64_t sent PC_ALIGNED; /* tasks pushed to other workers */
         _Atomic uint64_t recv;            /* tasks taken from the inbox */
@@ -365,6 +388,8 @@ struct pc_runtime {
         int nodes[PC_MAX_WORKERS];
         struct pc_topo *topo;
         struct pc_worker *workers[PC_MAX_WORKERS];
+        struct pc__pack **packs; /* share.c: one per node with workers */
+        unsigned npacks;
 
         /* Global injector: tasks from any thread, taken by any worker. */
         pthread_mutex_t inj_lock PC_ALIGNED;
@@ -556,6 +581,21 @@ void pc__share_start(struct pc_worker *w);
 void pc__share_check(struct pc_worker *w, uint64_t now);
 void pc__share_stop(struct pc_worker *w);
 enum pc__share_move pc__share_judge(struct pc__share *s, uint64_t wait_ns, uint64_t wall_ns);
+/* Packing's judge, on its own for tests: over a window of @wall_ns, @busy
+ * holds each of a node's @n CPUs' busy time, @mine what our pinned workers
+ * ran on each (@pinned: one is pinned there), @roam what our roaming workers ran on all of them; @left
+ * (in and out) marks the CPUs left to other threads. Returns how many are
+ * left now. Never leaves a CPU a pinned worker runs on, one the others use
+ * less than PC_PACK_MIN thousandths of, nor every CPU. */
+unsigned pc__pack_judge(unsigned n, const uint64_t *busy, const uint64_t *mine, const bool *pinned,
+                        uint64_t roam, uint64_t wall_ns, bool *left);
+/* A packed worker's turn: from the loop as it reads the clock (@now),
+ * with that pass's work count @n; yields the CPU once PC_PACK_TURN_NS
+ * passed since its last pass without work (or its last yield). */
+void pc__pack_turn(struct pc_worker *w, unsigned n, uint64_t now);
+/* Every node's packing state, at create (-ENOMEM) and destroy. */
+int pc__pack_setup(struct pc_runtime *rt);
+void pc__pack_free(struct pc_runtime *rt);
 
 /* crash.c: the fatal-signal report on workers; once per process, from
  * pc_runtime_create(). */

@@ -119,6 +119,11 @@ struct pc_config {
         unsigned idle_spin_us;           /**< PERCORE_IDLE_SPIN_US */
         enum pc_sched sched;             /**< PERCORE_SCHED */
         enum pc_shared shared;           /**< PERCORE_SHARED */
+        /** PERCORE_PACK: while workers of a node roam (PERCORE_SHARED), they
+         * leave as many whole CPUs of the run to the other threads as those
+         * use, run on the rest, and yield after 0.3 ms busy turns there
+         * (true, the default); false: roaming workers keep every CPU. */
+        bool pack;
         unsigned monitor_ms;             /**< PERCORE_MONITOR_MS, 0 = off */
         uint64_t seed;                   /**< PERCORE_SEED */
         const char *sysfs_root;          /**< PERCORE_SYSFS_ROOT */
@@ -613,6 +618,10 @@ struct pc_worker_stats {
                              run on its node's CPUs (PERCORE_SHARED); counts
                              across runs, like the counters above */
         bool roaming;   /**< it may run on its node's CPUs now (PERCORE_SHARED) */
+        bool packed;    /**< roaming, it runs on fewer of them: the rest are left
+                             to other threads that use them (PERCORE_PACK) */
+        uint64_t yields; /**< busy turns it ended to let a worker packed on
+                              the same CPUs run (PERCORE_PACK) */
 };
 
 /**

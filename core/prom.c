@@ -160,6 +160,8 @@ static const struct counter counters[] = {
         C("roams_total", roams,
           "Times the pinned worker, waiting for its CPU, was let run on its node's CPUs "
           "(PERCORE_SHARED)."),
+        C("yields_total", yields,
+          "Busy turns it ended to let a worker packed on the same CPUs run (PERCORE_PACK)."),
 };
 #undef C
 
@@ -191,6 +193,11 @@ static void worker_families(struct pc_runtime *rt, struct pc__prom *p,
                         "waited for its own (PERCORE_SHARED).");
         for (int i = 0; i < n; i++)
                 pc__prom_worker_u64(p, "percore_worker_roaming", (unsigned)i, st[i].roaming);
+        pc__prom_family(p, "percore_worker_packed", "gauge",
+                        "1 while the roaming worker runs on fewer of its node's CPUs, the "
+                        "rest left to other threads that use them (PERCORE_PACK).");
+        for (int i = 0; i < n; i++)
+                pc__prom_worker_u64(p, "percore_worker_packed", (unsigned)i, st[i].packed);
         pc__prom_family(p, "percore_worker_busy_seconds_total", "counter",
                         "Time in iterations that found work.");
         for (int i = 0; i < n; i++) {

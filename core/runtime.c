@@ -482,6 +482,9 @@ int pc_runtime_create(const struct pc_config *cfg, struct pc_runtime **out)
                 }
                 rt->workers[i] = w;
         }
+        rc = pc__pack_setup(rt);
+        if (rc)
+                goto fail;
         steal_orders(rt);
         pc_config_format(&rt->cfg, line, sizeof(line));
         pc_log(PC_LOG_INFO, "%u workers, %s", rt->nworkers, line);
@@ -831,6 +834,7 @@ void pc_runtime_destroy(struct pc_runtime *rt)
                 pc__worker_fini(w);
                 pc_numa_free(w, sizeof(*w));
         }
+        pc__pack_free(rt);
         /* After the queues: a fiber's resume task lives in its mapping. */
         pc__fiber_runtime_fini(rt);
         pthread_mutex_destroy(&rt->fib_lock);

@@ -27,6 +27,19 @@
  * SCHED_BATCH: a wake-up then no longer preempts the thread it shares
  * with, and both run fewer, longer turns (batch_enter()).
  *
+ * Roaming workers also pack (PERCORE_PACK, on by default). Every
+ * PC_PACK_WINDOW_NS one of a node's roaming workers weighs how many whole
+ * CPUs the other threads use there: the run's CPUs' busy time from
+ * /proc/stat, less what our workers ran (their schedstat). That many are
+ * left to those threads (the ones they use most, never one a pinned
+ * worker is on, never all), and the roaming workers run on the rest,
+ * taking PC_PACK_TURN_NS busy turns there before they yield to each other
+ * (pc__pack_turn()). Spread over every CPU, a worker and the thread it
+ * shares with wait out each other's slices, milliseconds; packed, the
+ * other threads have their CPUs and our workers trade the rest among
+ * themselves in short turns. When the other threads use less again, the
+ * CPUs come back, and with them the calm windows that pin a worker home.
+ *
  * A worker alone on its CPU waits a few percent at most (a kernel thread
  * now and then) and is never moved. PERCORE_SHARED=off keeps every worker
  * pinned; =on makes the pinned ones roam from the start (the
@@ -40,6 +53,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "pc_core_pvt.h"
@@ -93,6 +107,387 @@ static void batch_leave(struct pc_worker *w)
         w->share.policy = -1;
 }
 
+/* --- packing (PERCORE_PACK) --------------------------------------- */
+
+struct pc__pack {
+        pthread_mutex_t lock;
+        int node;
+        unsigned n;                   /* the run's CPUs on the node, ascending */
+        int cpu[PC_MAX_WORKERS];
+        unsigned nw;                  /* the node's workers, by id */
+        unsigned wid[PC_MAX_WORKERS];
+        _Atomic int tid[PC_MAX_WORKERS]; /* each one's thread while it runs; 0 */
+        /* under lock: the judge's last sample */
+        int fd; /* /proc/stat */
+        char *buf;
+        size_t cap;
+        uint64_t at_ns; /* 0: none */
+        uint64_t busy[PC_MAX_WORKERS]; /* each CPU's busy ns then */
+        uint64_t ran[PC_MAX_WORKERS];  /* each worker's run ns then */
+        bool left[PC_MAX_WORKERS];     /* CPUs left to other threads */
+        bool told;
+        /* read by the node's workers */
+        _Atomic unsigned gen;   /* changes as @left does */
+        _Atomic unsigned nleft;
+};
+
+unsigned pc__pack_judge(unsigned n, const uint64_t *busy, const uint64_t *mine, const bool *pinned,
+                        uint64_t roam, uint64_t wall_ns, bool *left)
+{
+        uint64_t total = 0, ours = roam, foreign, f[PC_MAX_WORKERS], score[PC_MAX_WORKERS];
+        unsigned cur = 0, want, free_cpus = 0, stay;
+        bool pick[PC_MAX_WORKERS] = {0};
+
+        if (n < 2 || n > PC_MAX_WORKERS || wall_ns == 0)
+                return 0;
+        for (unsigned c = 0; c < n; c++) {
+                total += busy[c];
+                ours += mine[c];
+                cur += left[c];
+                free_cpus += !pinned[c];
+        }
+        /* How many whole CPUs the others use, in thousandths; the count
+         * left moves by one at a time, with some slack each way. */
+        foreign = total > ours ? (total - ours) * 1000 / wall_ns : 0;
+        want = cur;
+        while (want + 1 < n && foreign + PC_PACK_MORE >= (uint64_t)(want + 1) * 1000)
+                want++;
+        while (want > 0 && foreign + PC_PACK_LESS < (uint64_t)want * 1000)
+                want--;
+        if (want > free_cpus)
+                want = free_cpus;
+        /* Each CPU's use by others: its busy time less what our workers ran
+         * there (the roaming ones' share spread over the CPUs they had). A
+         * CPU already left keeps its place unless another is used
+         * PC_PACK_SWAP more. */
+        stay = n - cur;
+        for (unsigned c = 0; c < n; c++) {
+                uint64_t o = mine[c] + (left[c] || stay == 0 ? 0 : roam / stay);
+
+                f[c] = busy[c] > o ? busy[c] - o : 0;
+                score[c] = f[c] + (left[c] ? wall_ns / 1000 * PC_PACK_SWAP : 0);
+        }
+        for (unsigned k = 0; k < want; k++) {
+                int best = -1;
+
+                for (unsigned c = 0; c < n; c++)
+                        if (!pinned[c] && !pick[c] && (best < 0 || score[c] > score[best]))
+                                best = (int)c; /* ties: the lower CPU */
+                if (best < 0 || f[best] < wall_ns / 1000 * PC_PACK_MIN) {
+                        want = k; /* the others' use is elsewhere: not there */
+                        break;
+                }
+                pick[best] = true;
+        }
+        for (unsigned c = 0; c < n; c++)
+                left[c] = pick[c];
+        return want;
+}
+
+/* A thread's run time so far (ns) from a schedstat file, or -1. */
+static int64_t task_ran(int tid)
+{
+        char path[64], buf[96];
+        unsigned long long run, wait;
+        ssize_t n;
+        int fd;
+
+        snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", tid);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -1;
+        n = pread(fd, buf, sizeof(buf) - 1, 0);
+        close(fd);
+        if (n <= 0)
+                return -1;
+        buf[n] = '\0';
+        if (sscanf(buf, "%llu %llu", &run, &wait) != 2)
+                return -1;
+        return (int64_t)run;
+}
+
+/* Each of the node's CPUs' busy time so far (ns: user, nice, system, irq
+ * and softirq; not steal, when the host ran something else) into @busy.
+ * 0 or -errno. Under p->lock. */
+static int cpu_busy(struct pc__pack *p, uint64_t *busy)
+{
+        static long hz;
+        size_t len = 0;
+        unsigned got = 0;
+        char *line;
+
+        if (hz <= 0)
+                hz = sysconf(_SC_CLK_TCK);
+        if (hz <= 0)
+                return -EINVAL;
+        for (;;) { /* the whole file: its size grows with the CPUs */
+                ssize_t r = pread(p->fd, p->buf + len, p->cap - len - 1, (off_t)len);
+
+                if (r < 0)
+                        return -errno;
+                len += (size_t)r;
+                if (r == 0)
+                        break;
+                if (len + 1 == p->cap) {
+                        char *nb = realloc(p->buf, p->cap * 2);
+
+                        if (nb == NULL)
+                                return -ENOMEM;
+                        p->buf = nb;
+                        p->cap *= 2;
+                }
+        }
+        p->buf[len] = '\0';
+        for (unsigned c = 0; c < p->n; c++)
+                busy[c] = UINT64_MAX;
+        for (line = p->buf; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+                unsigned long long v[7];
+                int cpu;
+
+                if (line[0] != 'c' || line[1] != 'p' || line[2] != 'u' || line[3] < '0' ||
+                    line[3] > '9')
+                        continue;
+                if (sscanf(line + 3, "%d %llu %llu %llu %llu %llu %llu %llu", &cpu, &v[0], &v[1],
+                           &v[2], &v[3], &v[4], &v[5], &v[6]) != 8)
+                        return -EPROTO;
+                for (unsigned c = 0; c < p->n; c++)
+                        if (p->cpu[c] == cpu && busy[c] == UINT64_MAX) {
+                                busy[c] = (uint64_t)(v[0] + v[1] + v[2] + v[5] + v[6]) *
+                                          (1000000000ull / (uint64_t)hz);
+                                got++;
+                        }
+        }
+        return got == p->n ? 0 : -ENOENT; /* an offline CPU has no line */
+}
+
+/* Sample the node; with a fresh sample before it, judge. Under p->lock. */
+static void pack_sample(const struct pc_runtime *rt, struct pc__pack *p, uint64_t now)
+{
+        uint64_t busy[PC_MAX_WORKERS], ran[PC_MAX_WORKERS], d[PC_MAX_WORKERS] = {0},
+                 mine[PC_MAX_WORKERS] = {0}, roam = 0, wall = now - p->at_ns, total = 0, ours = 0,
+                 foreign;
+        bool pinned[PC_MAX_WORKERS] = {0}, was[PC_MAX_WORKERS];
+        unsigned nleft;
+        int rc = cpu_busy(p, busy);
+
+        if (rc) {
+                pc_log(PC_LOG_WARN, "node %d: cannot read /proc/stat (%s): roaming workers stop "
+                       "packing", p->node, pc_strerror(rc));
+                close(p->fd);
+                p->fd = -1;
+                memset(p->left, 0, sizeof(p->left));
+                atomic_store_explicit(&p->nleft, 0, memory_order_relaxed);
+                atomic_fetch_add_explicit(&p->gen, 1, memory_order_release);
+                return;
+        }
+        for (unsigned k = 0; k < p->nw; k++) {
+                int tid = atomic_load_explicit(&p->tid[k], memory_order_relaxed);
+                int64_t r = tid > 0 ? task_ran(tid) : -1;
+
+                ran[k] = r < 0 ? p->ran[k] : (uint64_t)r;
+        }
+        if (p->at_ns && wall <= 4 * PC_PACK_WINDOW_NS) {
+                for (unsigned k = 0; k < p->nw; k++) {
+                        const struct pc_worker *w = rt->workers[p->wid[k]];
+
+                        d[k] = ran[k] > p->ran[k] ? ran[k] - p->ran[k] : 0;
+                        if (atomic_load_explicit(&w->stats.roaming, memory_order_relaxed)) {
+                                roam += d[k];
+                                continue;
+                        }
+                        for (unsigned c = 0; c < p->n; c++)
+                                if (p->cpu[c] == w->cpu) {
+                                        mine[c] += d[k];
+                                        pinned[c] = true;
+                                }
+                }
+                for (unsigned c = 0; c < p->n; c++) {
+                        uint64_t b = busy[c] > p->busy[c] ? busy[c] - p->busy[c] : 0;
+
+                        was[c] = p->left[c];
+                        p->busy[c] = busy[c];
+                        busy[c] = b;
+                        total += b;
+                        ours += mine[c];
+                }
+                ours += roam;
+                foreign = total > ours ? (total - ours) * 1000 / wall : 0;
+                nleft = pc__pack_judge(p->n, busy, mine, pinned, roam, wall, p->left);
+                if (memcmp(was, p->left, p->n * sizeof(bool))) {
+                        uint64_t bits[PC_MAX_CPUS / 64] = {0};
+                        char list[64];
+
+                        for (unsigned c = 0; c < p->n; c++)
+                                if (p->left[c])
+                                        bits[p->cpu[c] / 64] |= 1ull << (p->cpu[c] % 64);
+                        pc_cpulist_format(bits, PC_MAX_CPUS, list, sizeof(list));
+                        pc_log(p->told ? PC_LOG_DEBUG : PC_LOG_INFO,
+                               "node %d: other threads use %" PRIu64 ".%02" PRIu64
+                               " CPUs of the run: its roaming workers leave them %s%s%s",
+                               p->node, foreign / 1000, foreign % 1000 / 10,
+                               nleft ? "CPUs " : "none", nleft ? list : "",
+                               nleft ? " and take turns on the rest (PERCORE_PACK=0 keeps "
+                                       "every CPU)"
+                                     : "");
+                        p->told = true;
+                        atomic_store_explicit(&p->nleft, nleft, memory_order_relaxed);
+                        atomic_fetch_add_explicit(&p->gen, 1, memory_order_release);
+                }
+        } else {
+                /* No roaming worker looked for a while: start afresh. */
+                for (unsigned c = 0; c < p->n; c++)
+                        p->busy[c] = busy[c];
+                if (atomic_load_explicit(&p->nleft, memory_order_relaxed)) {
+                        memset(p->left, 0, sizeof(p->left));
+                        atomic_store_explicit(&p->nleft, 0, memory_order_relaxed);
+                        atomic_fetch_add_explicit(&p->gen, 1, memory_order_release);
+                }
+        }
+        memcpy(p->ran, ran, sizeof(ran[0]) * p->nw);
+        p->at_ns = now;
+}
+
+/* Narrow (or widen back) a roaming worker's CPUs to its node's packing. */
+static void pack_apply(struct pc_worker *w)
+{
+        struct pc__pack *p = w->pack;
+        cpu_set_t set;
+        unsigned gen, all, nleft = 0;
+        bool left[PC_MAX_WORKERS];
+        int rc;
+
+        pthread_mutex_lock(&p->lock);
+        gen = atomic_load_explicit(&p->gen, memory_order_acquire);
+        memcpy(left, p->left, sizeof(left));
+        pthread_mutex_unlock(&p->lock);
+        w->share.pack_gen = gen;
+        if (!w->share.roaming)
+                return;
+        all = roam_set(w, &set, NULL, 0);
+        for (unsigned c = 0; c < p->n; c++)
+                if (left[c] && CPU_ISSET(p->cpu[c], &set)) {
+                        CPU_CLR(p->cpu[c], &set);
+                        nleft++;
+                }
+        if (nleft == 0 && !w->share.packed)
+                return;
+        if (nleft >= all) /* never all: the judge leaves one */
+                return;
+        rc = -pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+        if (rc) {
+                pc_log(PC_LOG_WARN, "worker %u: cannot change its CPUs: %s", w->id,
+                       pc_strerror(rc));
+                return;
+        }
+        w->share.packed = nleft > 0;
+        w->share.turn_ns = 0;
+        atomic_store_explicit(&w->stats.packed, nleft > 0, memory_order_relaxed);
+}
+
+/* From a roaming worker's window: judge the node now and then (whoever
+ * gets there first), and follow what was judged. */
+static void pack_tick(struct pc_worker *w, uint64_t now)
+{
+        struct pc__pack *p = w->pack;
+
+        if (p == NULL)
+                return;
+        if (now - p->at_ns >= PC_PACK_WINDOW_NS && pthread_mutex_trylock(&p->lock) == 0) {
+                if (p->fd >= 0 && now - p->at_ns >= PC_PACK_WINDOW_NS)
+                        pack_sample(w->rt, p, now);
+                pthread_mutex_unlock(&p->lock);
+        }
+        if (atomic_load_explicit(&p->gen, memory_order_acquire) != w->share.pack_gen)
+                pack_apply(w);
+}
+
+void pc__pack_turn(struct pc_worker *w, unsigned n, uint64_t now)
+{
+        /* The turn runs from the last pass that found nothing (or the last
+         * yield), and counts the time the worker then slept or waited for
+         * the CPU: a worker woken after such a wait serves what it found
+         * in one pass and lets the next one run, as that one has likely
+         * waited as long. */
+        if (n == 0 || w->share.turn_ns == 0) {
+                w->share.turn_ns = now;
+        } else if (now - w->share.turn_ns >= PC_PACK_TURN_NS) {
+                sched_yield();
+                w->share.turn_ns = pc__now();
+                atomic_store_explicit(&w->stats.yields,
+                                      atomic_load_explicit(&w->stats.yields,
+                                                           memory_order_relaxed) + 1,
+                                      memory_order_relaxed);
+        }
+}
+
+int pc__pack_setup(struct pc_runtime *rt)
+{
+        if (!rt->cfg.pack || !rt->cfg.pin || rt->cfg.shared == PC_SHARED_OFF)
+                return 0;
+        rt->packs = calloc(rt->nworkers, sizeof(*rt->packs));
+        if (rt->packs == NULL)
+                return -ENOMEM;
+        for (unsigned i = 0; i < rt->nworkers; i++) {
+                struct pc_worker *w = rt->workers[i];
+                struct pc__pack *p = NULL;
+                cpu_set_t set;
+
+                if (w->cpu < 0 || roam_set(w, &set, NULL, 0) < 2)
+                        continue;
+                for (unsigned k = 0; k < rt->npacks; k++)
+                        if (rt->packs[k]->node == w->node)
+                                p = rt->packs[k];
+                if (p == NULL) {
+                        p = calloc(1, sizeof(*p));
+                        if (p == NULL)
+                                return -ENOMEM;
+                        pthread_mutex_init(&p->lock, NULL);
+                        p->node = w->node;
+                        p->fd = -1;
+                        rt->packs[rt->npacks++] = p;
+                        for (int c = 0; c < PC_MAX_CPUS; c++)
+                                if (CPU_ISSET(c, &set))
+                                        p->cpu[p->n++] = c;
+                        p->cap = 4096;
+                        p->buf = malloc(p->cap);
+                        if (p->buf == NULL)
+                                return -ENOMEM;
+                        /* Without it (no /proc) workers roam unpacked. */
+                        p->fd = open("/proc/stat", O_RDONLY | O_CLOEXEC);
+                }
+                p->wid[p->nw++] = i;
+                w->pack = p;
+        }
+        return 0;
+}
+
+void pc__pack_free(struct pc_runtime *rt)
+{
+        for (unsigned k = 0; k < rt->npacks; k++) {
+                struct pc__pack *p = rt->packs[k];
+
+                if (p->fd >= 0)
+                        close(p->fd);
+                pthread_mutex_destroy(&p->lock);
+                free(p->buf);
+                free(p);
+        }
+        free(rt->packs);
+        rt->packs = NULL;
+        rt->npacks = 0;
+}
+
+/* This worker's slot in its node's packing. */
+static unsigned pack_slot(const struct pc_worker *w)
+{
+        for (unsigned k = 0; k < w->pack->nw; k++)
+                if (w->pack->wid[k] == w->id)
+                        return k;
+        return 0; /* not reached: pc__pack_setup() put it there */
+}
+
+/* --- roaming -------------------------------------------------------- */
+
 static void pin_home(struct pc_worker *w)
 {
         int rc = pc__pin_self(w->cpu);
@@ -104,7 +499,10 @@ static void pin_home(struct pc_worker *w)
                 return;
         }
         w->share.roaming = false;
+        w->share.packed = false;
+        w->share.turn_ns = 0;
         atomic_store_explicit(&w->stats.roaming, 0, memory_order_relaxed);
+        atomic_store_explicit(&w->stats.packed, 0, memory_order_relaxed);
         batch_leave(w);
 }
 
@@ -123,8 +521,11 @@ static void roam(struct pc_worker *w, uint64_t wait_ns, uint64_t wall_ns)
                 return;
         }
         w->share.roaming = true;
+        w->share.packed = false;
         w->share.calm = 0;
         batch_enter(w);
+        if (w->pack)
+                pack_tick(w, pc__now()); /* the node's packing, if it packs now */
         atomic_store_explicit(&w->stats.roaming, 1, memory_order_relaxed);
         atomic_store_explicit(&w->stats.roams,
                               atomic_load_explicit(&w->stats.roams, memory_order_relaxed) + 1,
@@ -192,16 +593,33 @@ void pc__share_start(struct pc_worker *w)
 
         w->share = (struct pc__share){.fd = -1, .calm_need = PC_SHARE_CALM, .policy = -1};
         atomic_store_explicit(&w->stats.roaming, 0, memory_order_relaxed);
+        atomic_store_explicit(&w->stats.packed, 0, memory_order_relaxed);
         if (!rt->cfg.pin || rt->cfg.shared == PC_SHARED_OFF || w->cpu < 0 ||
             roam_set(w, &set, NULL, 0) < 2)
                 return;
-        if (rt->cfg.shared == PC_SHARED_ON) {
-                roam(w, 0, 0);
-                return;
+        if (w->pack) {
+                struct pc__pack *p = w->pack;
+                uint64_t now = pc__now();
+
+                w->share.pack_gen = atomic_load_explicit(&p->gen, memory_order_acquire);
+                atomic_store_explicit(&p->tid[pack_slot(w)], (int)gettid(),
+                                      memory_order_relaxed);
+                /* A first sample now, so that a worker that roams soon
+                 * has a window behind it to judge. */
+                pthread_mutex_lock(&p->lock);
+                if (p->fd >= 0 && now - p->at_ns > 4 * PC_PACK_WINDOW_NS)
+                        pack_sample(rt, p, now);
+                pthread_mutex_unlock(&p->lock);
         }
+        /* =on roams for good, but still looks every window when it packs. */
+        w->share.forever = rt->cfg.shared == PC_SHARED_ON;
+        if (w->share.forever)
+                roam(w, 0, 0);
+        if (w->share.forever && w->pack == NULL)
+                return;
         w->share.fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
         if (w->share.fd < 0)
-                return; /* no scheduler statistics here: stays pinned */
+                return; /* no scheduler statistics here: stays as it is */
         d = run_delay(w->share.fd);
         if (d < 0) {
                 close(w->share.fd);
@@ -226,6 +644,10 @@ void pc__share_check(struct pc_worker *w, uint64_t now)
         wait = (uint64_t)d - s->wait_ns;
         s->wait_ns = (uint64_t)d;
         s->at_ns = now;
+        if (s->forever) {
+                pack_tick(w, now);
+                return;
+        }
         switch (pc__share_judge(s, wait, wall)) {
         case PC_SHARE_ROAM:
                 roam(w, wait, wall);
@@ -234,6 +656,10 @@ void pc__share_check(struct pc_worker *w, uint64_t now)
                 pin_home(w);
                 break;
         case PC_SHARE_STAY:
+                /* Packed workers wait for each other: no calm windows then
+                 * (the others' use of the CPUs unpacks them first). */
+                if (s->roaming && w->pack)
+                        pack_tick(w, now);
                 break;
         }
 }
@@ -242,6 +668,8 @@ void pc__share_stop(struct pc_worker *w)
 {
         if (w->share.roaming)
                 pin_home(w); /* the thread leaves as its launcher pinned it */
+        if (w->pack)
+                atomic_store_explicit(&w->pack->tid[pack_slot(w)], 0, memory_order_relaxed);
         if (w->share.fd >= 0)
                 close(w->share.fd);
         w->share.fd = -1;

@@ -44,6 +44,8 @@ int pc_stats_snapshot(const struct pc_runtime *rt, struct pc_worker_stats *out, 
                         .spin_pause = w->spin_pause,
                         .roams = LD(s->roams),
                         .roaming = LD(s->roaming) != 0,
+                        .packed = LD(s->packed) != 0,
+                        .yields = LD(s->yields),
                 };
         }
         return (int)i;

@@ -746,6 +746,8 @@ void pc__worker_loop(struct pc_worker *w)
                         if (w->share.fd >= 0 &&
                             unlikely(now - w->share.at_ns >= PC_SHARE_WINDOW_NS))
                                 pc__share_check(w, now);
+                        if (unlikely(w->share.packed))
+                                pc__pack_turn(w, n, now);
                         mode = atomic_load_explicit(&rt->mode, memory_order_relaxed);
                         if (unlikely(mode !=
                                      atomic_load_explicit(&w->mode, memory_order_relaxed)))

@@ -15,6 +15,7 @@ static const char *const all_vars[] = {
         "PERCORE_SYSFS_ROOT",   "PERCORE_TOPOLOGY",    "PERCORE_EAL_ARGS",
         "PERCORE_LOG",          "PERCORE_STATS",       "PERCORE_STALL_MS",
         "PERCORE_METRICS",      "PERCORE_SCHED",        "PERCORE_SHARED",
+        "PERCORE_PACK",
 };
 
 static int clear_env(void **state)
@@ -38,6 +39,7 @@ static void test_defaults(void **state)
         assert_true(c.pin);
         assert_int_equal(c.sched, PC_SCHED_AUTO);
         assert_int_equal(c.shared, PC_SHARED_AUTO);
+        assert_true(c.pack);
         assert_int_equal(c.steal_batch, 32);
         assert_int_equal(c.steal_tiers, PC_TIERS_NUMA);
         assert_int_equal(c.remote_steal_min, 4);
@@ -83,6 +85,7 @@ static void test_env_applies(void **state)
         setenv("PERCORE_METRICS", "[::1]:9100", 1);
         setenv("PERCORE_SCHED", "batch", 1);
         setenv("PERCORE_SHARED", "on", 1);
+        setenv("PERCORE_PACK", "0", 1);
         assert_int_equal(pc_config_from_env(&c, err, sizeof(err)), 0);
         assert_int_equal(c.mode, PC_MODE_ELASTIC);
         assert_int_equal(c.workers, 7);
@@ -105,6 +108,7 @@ static void test_env_applies(void **state)
         assert_string_equal(c.metrics, "[::1]:9100");
         assert_int_equal(c.sched, PC_SCHED_BATCH);
         assert_int_equal(c.shared, PC_SHARED_ON);
+        assert_false(c.pack);
         assert_int_equal(pc_config_validate(&c, err, sizeof(err)), 0);
         setenv("PERCORE_SHARED", "off", 1);
         assert_int_equal(pc_config_from_env(&c, err, sizeof(err)), 0);
@@ -148,6 +152,8 @@ static void test_env_rejects_bad_values(void **state)
                 {"PERCORE_SCHED", "", "normal, batch, auto"},
                 {"PERCORE_SHARED", "yes", "auto, off, on"},
                 {"PERCORE_SHARED", "AUTO", "auto, off, on"},
+                {"PERCORE_PACK", "off", "0, 1"},
+                {"PERCORE_PACK", "", "0, 1"},
                 {"PERCORE_IDLE_SPIN_US", "1.5", "integer"},
                 {"PERCORE_MONITOR_MS", "-5", "integer"},
                 {"PERCORE_SEED", "0x10", "integer"},

@@ -121,6 +121,8 @@ def run(p, port):
                         ("percore_worker_parks", "percore_worker_parks_total"),
                         ("percore_worker_roams", "percore_worker_roams_total"),
                         ("percore_worker_roaming", "percore_worker_roaming"),
+                        ("percore_worker_packed", "percore_worker_packed"),
+                        ("percore_worker_yields", "percore_worker_yields_total"),
                         ("percore_stalls", "percore_stalls_total"),
                         ("percore_mailbox_sent", "percore_mailbox_sent_total"),
                         ("percore_mailbox_received", "percore_mailbox_received_total"),

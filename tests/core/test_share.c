@@ -9,6 +9,11 @@
  * on the same CPU while the worker has work (the scheduler then makes the
  * worker wait about half of each window: far above the threshold, on any
  * machine; the test waits for the outcome, never for a time).
+ *
+ * Packing (PERCORE_PACK): its judge (pc__pack_judge) with made-up
+ * windows, and a run where a thread spinning on worker 1's CPU makes it
+ * roam, then pack onto the other CPU (leaving the spinning one's), take
+ * short turns there, and get the CPU back when the spinning stops.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -60,6 +65,162 @@ static void test_judge(void **state)
         assert_int_equal(s.calm_need, PC_SHARE_CALM_MAX);
 }
 
+#define W (100 * MS) /* a packing window */
+#define CPU(x) ((uint64_t)((x) * (double)W)) /* x CPUs' worth of it */
+
+/* Two CPUs, both workers roaming (nothing pinned). */
+static void test_pack_judge_two(void **state)
+{
+        const bool none[2] = {false, false};
+        const uint64_t zero[2] = {0, 0};
+        bool left[2] = {false, false};
+
+        (void)state;
+        /* A client spread over both CPUs uses 0.9 of one beside our 1.05:
+         * one CPU is left to it, on a tie the lower one. */
+        {
+                const uint64_t busy[2] = {CPU(0.98), CPU(0.97)};
+
+                assert_int_equal(pc__pack_judge(2, busy, zero, none, CPU(1.05), W, left), 1);
+                assert_true(left[0]);
+                assert_false(left[1]);
+        }
+        /* Packed: our workers on CPU 1, the client on CPU 0 and a little
+         * on 1. It stays so; 0.6 CPU keeps it (slack), ... */
+        {
+                const uint64_t busy[2] = {CPU(0.9), CPU(1.0)};
+
+                assert_int_equal(pc__pack_judge(2, busy, zero, none, CPU(0.95), W, left), 1);
+                assert_true(left[0]);
+                assert_false(left[1]);
+        }
+        {
+                const uint64_t busy[2] = {CPU(0.6), CPU(1.0)};
+
+                assert_int_equal(pc__pack_judge(2, busy, zero, none, CPU(1.0), W, left), 1);
+                assert_true(left[0]);
+        }
+        /* ... and one that moved to CPU 1 by less than PC_PACK_SWAP does
+         * not move the CPU left; ... */
+        {
+                const uint64_t busy[2] = {CPU(0.5), CPU(1.0)};
+
+                assert_int_equal(pc__pack_judge(2, busy, zero, none, CPU(0.3), W, left), 1);
+                assert_true(left[0]);
+                assert_false(left[1]);
+        }
+        /* ... by more, it does. */
+        {
+                const uint64_t busy[2] = {CPU(0.1), CPU(1.0)};
+
+                assert_int_equal(pc__pack_judge(2, busy, zero, none, CPU(0.0), W, left), 1);
+                assert_false(left[0]);
+                assert_true(left[1]);
+        }
+        /* Under PC_PACK_LESS below one CPU, the CPU comes back. */
+        {
+                const uint64_t busy[2] = {CPU(0.9), CPU(0.4)};
+
+                assert_int_equal(pc__pack_judge(2, busy, zero, none, CPU(0.9), W, left), 0);
+                assert_false(left[0]);
+                assert_false(left[1]);
+        }
+        /* Not packed, 0.6 CPU of others is not enough to start. */
+        {
+                const uint64_t busy[2] = {CPU(0.8), CPU(0.8)};
+
+                assert_int_equal(pc__pack_judge(2, busy, zero, none, CPU(1.0), W, left), 0);
+        }
+        /* Never every CPU, however busy the others. */
+        {
+                const uint64_t busy[2] = {CPU(1.0), CPU(1.0)};
+
+                assert_int_equal(pc__pack_judge(2, busy, zero, none, CPU(0.1), W, left), 1);
+                assert_int_equal(left[0] + left[1], 1);
+        }
+        /* No window, one CPU: nothing to judge. */
+        {
+                const uint64_t busy[2] = {CPU(1.0), CPU(1.0)};
+                bool l2[2] = {false, false};
+
+                assert_int_equal(pc__pack_judge(2, busy, zero, none, 0, 0, l2), 0);
+                assert_int_equal(pc__pack_judge(1, busy, zero, none, 0, W, l2), 0);
+                assert_false(l2[0]);
+        }
+}
+
+/* A pinned worker's CPU is never left, and the others' use is placed. */
+static void test_pack_judge_pinned(void **state)
+{
+        (void)state;
+        /* A neighbour pinned to CPU 1 spins; worker 0 stays pinned on CPU
+         * 0 (it did not wait), worker 1 roams: CPU 1 is left. */
+        {
+                const uint64_t busy[2] = {CPU(1.0), CPU(1.0)}, mine[2] = {CPU(0.5), 0};
+                const bool pinned[2] = {true, false};
+                bool left[2] = {false, false};
+
+                assert_int_equal(pc__pack_judge(2, busy, mine, pinned, CPU(0.5), W, left), 1);
+                assert_false(left[0]);
+                assert_true(left[1]);
+        }
+        /* The others' use is on the pinned worker's CPU: the free one is not
+         * theirs to take, so none is left. */
+        {
+                const uint64_t busy[2] = {CPU(1.0), CPU(0.4)}, mine[2] = {CPU(0.1), 0};
+                const bool pinned[2] = {true, false};
+                bool left[2] = {false, false};
+
+                assert_int_equal(pc__pack_judge(2, busy, mine, pinned, CPU(0.4), W, left), 0);
+                assert_false(left[1]);
+        }
+        /* Every CPU pinned: nothing to leave. */
+        {
+                const uint64_t busy[2] = {CPU(1.0), CPU(1.0)}, mine[2] = {CPU(0.5), CPU(0.5)};
+                const bool pinned[2] = {true, true};
+                bool left[2] = {false, false};
+
+                assert_int_equal(pc__pack_judge(2, busy, mine, pinned, 0, W, left), 0);
+        }
+}
+
+/* Four CPUs: the count left moves one step per PC_PACK_MORE/LESS, and the
+ * ones left are those the others use most. */
+static void test_pack_judge_four(void **state)
+{
+        const bool none[4] = {false, false, false, false};
+        const uint64_t zero[4] = {0, 0, 0, 0};
+        bool left[4] = {false, false, false, false};
+
+        (void)state;
+        {
+                /* Others use 2.0 CPUs, mostly CPUs 2 and 3; ours 1.6. */
+                const uint64_t busy[4] = {CPU(0.5), CPU(0.5), CPU(1.3), CPU(1.3)};
+
+                assert_int_equal(pc__pack_judge(4, busy, zero, none, CPU(1.6), W, left), 2);
+                assert_false(left[0]);
+                assert_false(left[1]);
+                assert_true(left[2]);
+                assert_true(left[3]);
+        }
+        {
+                /* 2.8 CPUs: three left, never the fourth. */
+                const uint64_t busy[4] = {CPU(1.0), CPU(0.9), CPU(1.0), CPU(1.0)};
+
+                assert_int_equal(pc__pack_judge(4, busy, zero, none, CPU(0.9), W, left), 3);
+                assert_int_equal(left[0] + left[1] + left[2] + left[3], 3);
+                assert_true(left[2]);
+                assert_true(left[3]);
+        }
+        {
+                /* Idle others: every CPU back at once. */
+                const uint64_t busy[4] = {0, CPU(1.0), 0, 0};
+
+                assert_int_equal(pc__pack_judge(4, busy, zero, none, CPU(1.0), W, left), 0);
+                assert_int_equal(left[0] + left[1] + left[2] + left[3], 0);
+        }
+}
+
 /* Two CPUs this process may use, for two pinned workers; false if fewer. */
 static bool two_cpus(char *list, size_t len)
 {
@@ -91,6 +252,11 @@ struct run {
         uint64_t deadline_ns;
         bool hog;               /* keep worker 1 busy until it roams */
         int64_t wait0;          /* worker 1's run delay when it started */
+        /* the packing run */
+        int phase;              /* 0: until packed, 1: until unpacked, 2: done */
+        cpu_set_t packed_on;    /* worker 1's CPUs while packed */
+        cpu_set_t after;        /* and once unpacked */
+        bool packed_roaming;    /* it was roaming when seen packed */
 };
 
 static struct run R;
@@ -295,6 +461,119 @@ static void test_auto_roams_beside_a_busy_thread(void **state)
         assert_true(st[1].roams >= 1);
 }
 
+/* On worker 1, beside a thread spinning on its CPU: stays busy (spawns
+ * itself again) until its node packs it, stops the spinning, and stays
+ * busy until it is unpacked. */
+static void on_pack(void *arg)
+{
+        struct pc_worker_stats st[2];
+
+        (void)arg;
+        pc_stats_snapshot(R.rt, st, 2);
+        if (R.phase == 0 && st[1].packed) {
+                sched_getaffinity(0, sizeof(R.packed_on), &R.packed_on);
+                R.packed_roaming = st[1].roaming;
+                R.phase = 1;
+                atomic_store(&R.hog_stop, true);
+        } else if (R.phase == 1 && !st[1].packed) {
+                sched_getaffinity(0, sizeof(R.after), &R.after);
+                R.phase = 2;
+        }
+        if (R.phase == 2 || mono_ns() >= R.deadline_ns) {
+                pc_runtime_stop(R.rt);
+                return;
+        }
+        for (volatile int i = 0; i < 20000; i++)
+                ;
+        pc_spawn_on(1, on_pack, NULL);
+}
+
+static void on_pack0(void *arg)
+{
+        (void)arg;
+        assert_int_equal(pc_spawn_on(1, on_pack, NULL), 0);
+}
+
+static void test_auto_packs_beside_a_busy_thread(void **state)
+{
+        struct pc_worker_stats st[2];
+        struct pc_config c;
+        char cpus[32];
+        pthread_t t;
+        int fd = open("/proc/thread-self/schedstat", O_RDONLY), w0cpu, w1cpu;
+
+        (void)state;
+        if (fd < 0)
+                skip();
+        close(fd);
+        fd = open("/proc/stat", O_RDONLY);
+        if (fd < 0)
+                skip(); /* nothing to weigh the others' use with: no packing */
+        close(fd);
+        if (!two_cpus(cpus, sizeof(cpus)))
+                skip();
+        pc_config_init(&c);
+        assert_true(c.pack); /* the default */
+        c.workers = 2;
+        c.cpus = cpus;
+        c.pin = true;
+        c.log_level = PC_LOG_WARN;
+        memset(&R, 0, sizeof(R));
+        R.deadline_ns = mono_ns() + 60000 * MS;
+        assert_int_equal(pc_runtime_create(&c, &R.rt), 0);
+        w0cpu = pc_runtime_worker_cpu(R.rt, 0);
+        w1cpu = pc_runtime_worker_cpu(R.rt, 1);
+        assert_int_equal(pthread_create(&t, NULL, hog, &w1cpu), 0);
+        assert_int_equal(pc_runtime_run(R.rt, on_pack0, NULL), 0);
+        atomic_store(&R.hog_stop, true);
+        pthread_join(t, NULL);
+        assert_int_equal(pc_stats_snapshot(R.rt, st, 2), 2);
+        pc_runtime_destroy(R.rt);
+        /* Packed: roaming, on worker 0's CPU alone, the spinning thread's
+         * CPU left to it; it yielded turns there. */
+        assert_true(R.phase >= 1);
+        assert_true(R.packed_roaming);
+        assert_int_equal(CPU_COUNT(&R.packed_on), 1);
+        assert_true(CPU_ISSET(w0cpu, &R.packed_on));
+        assert_true(st[1].yields >= 1);
+        /* Once the spinning stopped, the CPU came back (roaming on both,
+         * or pinned home again on it). */
+        assert_int_equal(R.phase, 2);
+        assert_true(CPU_ISSET(w1cpu, &R.after));
+        assert_false(st[1].packed);
+        assert_false(st[0].packed);
+}
+
+/* PERCORE_PACK=0: roaming workers keep every CPU; nothing is set up. */
+static void test_pack_off(void **state)
+{
+        struct pc_config c;
+        struct pc_runtime *rt;
+        char cpus[32];
+
+        (void)state;
+        if (!two_cpus(cpus, sizeof(cpus)))
+                skip();
+        pc_config_init(&c);
+        c.workers = 2;
+        c.cpus = cpus;
+        c.log_level = PC_LOG_WARN;
+        assert_int_equal(pc_runtime_create(&c, &rt), 0);
+        assert_non_null(rt->workers[0]->pack);
+        assert_ptr_equal(rt->workers[0]->pack, rt->workers[1]->pack); /* one node */
+        pc_runtime_destroy(rt);
+        c.pack = false;
+        assert_int_equal(pc_runtime_create(&c, &rt), 0);
+        assert_null(rt->workers[0]->pack);
+        assert_null(rt->workers[1]->pack);
+        pc_runtime_destroy(rt);
+        c.pack = true;
+        c.shared = PC_SHARED_OFF;
+        assert_int_equal(pc_runtime_create(&c, &rt), 0);
+        assert_null(rt->workers[0]->pack);
+        pc_runtime_destroy(rt);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -303,6 +582,11 @@ int main(void)
                 cmocka_unit_test(test_on_roams_normal),
                 cmocka_unit_test(test_off_stays),
                 cmocka_unit_test(test_auto_roams_beside_a_busy_thread),
+                cmocka_unit_test(test_pack_judge_two),
+                cmocka_unit_test(test_pack_judge_pinned),
+                cmocka_unit_test(test_pack_judge_four),
+                cmocka_unit_test(test_auto_packs_beside_a_busy_thread),
+                cmocka_unit_test(test_pack_off),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
