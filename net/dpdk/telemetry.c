@@ -112,6 +112,8 @@ static int cmd_workers(const char *cmd, const char *params, struct rte_tel_data 
                 rte_tel_data_add_dict_u64(c, "stalls", ws[i].stalls);
                 rte_tel_data_add_dict_u64(c, "roams", ws[i].roams);
                 rte_tel_data_add_dict_u64(c, "roaming", ws[i].roaming);
+                rte_tel_data_add_dict_u64(c, "packed", ws[i].packed);
+                rte_tel_data_add_dict_u64(c, "yields", ws[i].yields);
                 snprintf(key, sizeof(key), "worker%u", ws[i].worker);
                 rte_tel_data_add_dict_container(d, key, c, 0);
         }

@@ -611,6 +611,8 @@ static void test_telemetry(void **state)
         assert_non_null(strstr(buf, "\"stalls\":0"));
         assert_non_null(strstr(buf, "\"roams\":"));
         assert_non_null(strstr(buf, "\"roaming\":"));
+        assert_non_null(strstr(buf, "\"packed\":"));
+        assert_non_null(strstr(buf, "\"yields\":"));
         assert_int_equal(tel_query(fd, "/percore/steals", buf, sizeof(buf)), 0);
         assert_non_null(strstr(buf, "\"injector\":[0,0,0,0]"));
         assert_non_null(strstr(buf, "\"from3\":["));
