@@ -582,8 +582,9 @@ void pc__share_check(struct pc_worker *w, uint64_t now);
 void pc__share_stop(struct pc_worker *w);
 enum pc__share_move pc__share_judge(struct pc__share *s, uint64_t wait_ns, uint64_t wall_ns);
 /* Packing's judge, on its own for tests: over a window of @wall_ns, @busy
- * holds each of a node's @n CPUs' busy time, @mine what our pinned workers
- * ran on each (@pinned: one is pinned there), @roam what our roaming workers ran on all of them; @left
+ * holds each of a node's @n CPUs' busy time, @mine what our workers ran on
+ * each as far as known (@pinned: a worker is pinned there), @roam what
+ * roaming ones ran where not known (spread over the CPUs not left); @left
  * (in and out) marks the CPUs left to other threads. Returns how many are
  * left now. Never leaves a CPU a pinned worker runs on, one the others use
  * less than PC_PACK_MIN thousandths of, nor every CPU. */

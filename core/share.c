@@ -117,11 +117,12 @@ struct pc__pack {
         unsigned nw;                  /* the node's workers, by id */
         unsigned wid[PC_MAX_WORKERS];
         _Atomic int tid[PC_MAX_WORKERS]; /* each one's thread while it runs; 0 */
+        _Atomic int where[PC_MAX_WORKERS]; /* the CPU each ran on at its last look */
         /* under lock: the judge's last sample */
         int fd; /* /proc/stat */
         char *buf;
         size_t cap;
-        uint64_t at_ns; /* 0: none */
+        _Atomic uint64_t at_ns; /* 0: none; written under @lock */
         uint64_t busy[PC_MAX_WORKERS]; /* each CPU's busy ns then */
         uint64_t ran[PC_MAX_WORKERS];  /* each worker's run ns then */
         bool left[PC_MAX_WORKERS];     /* CPUs left to other threads */
@@ -147,7 +148,8 @@ unsigned pc__pack_judge(unsigned n, const uint64_t *busy, const uint64_t *mine, 
                 free_cpus += !pinned[c];
         }
         /* How many whole CPUs the others use, in thousandths; the count
-         * left moves by one at a time, with some slack each way. */
+         * left follows it with some slack each way, so that a use near a
+         * boundary does not move CPUs back and forth. */
         foreign = total > ours ? (total - ours) * 1000 / wall_ns : 0;
         want = cur;
         while (want + 1 < n && foreign + PC_PACK_MORE >= (uint64_t)(want + 1) * 1000)
@@ -211,13 +213,11 @@ static int64_t task_ran(int tid)
  * 0 or -errno. Under p->lock. */
 static int cpu_busy(struct pc__pack *p, uint64_t *busy)
 {
-        static long hz;
+        long hz = sysconf(_SC_CLK_TCK);
         size_t len = 0;
         unsigned got = 0;
         char *line;
 
-        if (hz <= 0)
-                hz = sysconf(_SC_CLK_TCK);
         if (hz <= 0)
                 return -EINVAL;
         for (;;) { /* the whole file: its size grows with the CPUs */
@@ -290,16 +290,25 @@ static void pack_sample(const struct pc_runtime *rt, struct pc__pack *p, uint64_
                 for (unsigned k = 0; k < p->nw; k++) {
                         const struct pc_worker *w = rt->workers[p->wid[k]];
 
+                        bool roaming = atomic_load_explicit(&w->stats.roaming,
+                                                            memory_order_relaxed);
+                        int at = roaming ? atomic_load_explicit(&p->where[k],
+                                                                memory_order_relaxed)
+                                         : w->cpu;
+                        bool placed = false;
+
                         d[k] = ran[k] > p->ran[k] ? ran[k] - p->ran[k] : 0;
-                        if (atomic_load_explicit(&w->stats.roaming, memory_order_relaxed)) {
-                                roam += d[k];
-                                continue;
-                        }
+                        /* A roaming worker's time goes to the CPU it was on
+                         * at its last look (a sample: it may have run on
+                         * others too); unknown, it is spread. */
                         for (unsigned c = 0; c < p->n; c++)
-                                if (p->cpu[c] == w->cpu) {
+                                if (p->cpu[c] == at) {
                                         mine[c] += d[k];
-                                        pinned[c] = true;
+                                        pinned[c] |= !roaming;
+                                        placed = true;
                                 }
+                        if (!placed)
+                                roam += d[k];
                 }
                 for (unsigned c = 0; c < p->n; c++) {
                         uint64_t b = busy[c] > p->busy[c] ? busy[c] - p->busy[c] : 0;
@@ -393,8 +402,11 @@ static void pack_tick(struct pc_worker *w, uint64_t now)
         if (p == NULL)
                 return;
         if (now - p->at_ns >= PC_PACK_WINDOW_NS && pthread_mutex_trylock(&p->lock) == 0) {
-                if (p->fd >= 0 && now - p->at_ns >= PC_PACK_WINDOW_NS)
-                        pack_sample(w->rt, p, now);
+                /* The clock read under the lock: samples never go back. */
+                uint64_t t = pc__now();
+
+                if (p->fd >= 0 && t - p->at_ns >= PC_PACK_WINDOW_NS)
+                        pack_sample(w->rt, p, t);
                 pthread_mutex_unlock(&p->lock);
         }
         if (atomic_load_explicit(&p->gen, memory_order_acquire) != w->share.pack_gen)
@@ -599,14 +611,17 @@ void pc__share_start(struct pc_worker *w)
                 return;
         if (w->pack) {
                 struct pc__pack *p = w->pack;
-                uint64_t now = pc__now();
+                uint64_t now;
 
                 w->share.pack_gen = atomic_load_explicit(&p->gen, memory_order_acquire);
                 atomic_store_explicit(&p->tid[pack_slot(w)], (int)gettid(),
                                       memory_order_relaxed);
+                atomic_store_explicit(&p->where[pack_slot(w)], sched_getcpu(),
+                                      memory_order_relaxed);
                 /* A first sample now, so that a worker that roams soon
                  * has a window behind it to judge. */
                 pthread_mutex_lock(&p->lock);
+                now = pc__now();
                 if (p->fd >= 0 && now - p->at_ns > 4 * PC_PACK_WINDOW_NS)
                         pack_sample(rt, p, now);
                 pthread_mutex_unlock(&p->lock);
@@ -644,6 +659,9 @@ void pc__share_check(struct pc_worker *w, uint64_t now)
         wait = (uint64_t)d - s->wait_ns;
         s->wait_ns = (uint64_t)d;
         s->at_ns = now;
+        if (w->pack)
+                atomic_store_explicit(&w->pack->where[pack_slot(w)], sched_getcpu(),
+                                      memory_order_relaxed);
         if (s->forever) {
                 pack_tick(w, now);
                 return;

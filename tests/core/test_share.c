@@ -20,6 +20,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -544,6 +545,80 @@ static void test_auto_packs_beside_a_busy_thread(void **state)
         assert_false(st[0].packed);
 }
 
+/* PERCORE_SHARED=on, both workers busy beside the spinning thread: both
+ * roam from the start, both look at the node's packing (whoever comes
+ * first judges), and both end up on worker 0's CPU: where each worker
+ * ran tells the judge which CPU the spinning thread uses. */
+static _Atomic int both_seen[2];
+static cpu_set_t both_on[2];
+
+static void on_both(void *arg)
+{
+        struct pc_worker_stats st[2];
+        int me = (int)(intptr_t)arg;
+
+        pc_stats_snapshot(R.rt, st, 2);
+        if (st[me].packed && !atomic_load(&both_seen[me])) {
+                sched_getaffinity(0, sizeof(both_on[me]), &both_on[me]);
+                atomic_store(&both_seen[me], 1);
+        }
+        if ((atomic_load(&both_seen[0]) && atomic_load(&both_seen[1])) ||
+            mono_ns() >= R.deadline_ns) {
+                pc_runtime_stop(R.rt);
+                return;
+        }
+        for (volatile int i = 0; i < 20000; i++)
+                ;
+        pc_spawn_on((unsigned)me, on_both, arg);
+}
+
+static void on_both0(void *arg)
+{
+        (void)arg;
+        assert_int_equal(pc_spawn_on(1, on_both, (void *)(intptr_t)1), 0);
+        on_both((void *)(intptr_t)0);
+}
+
+static void test_on_packs_both(void **state)
+{
+        struct pc_worker_stats st[2];
+        struct pc_config c;
+        char cpus[32];
+        pthread_t t;
+        int fd = open("/proc/thread-self/schedstat", O_RDONLY), w0cpu, w1cpu;
+
+        (void)state;
+        if (fd < 0)
+                skip();
+        close(fd);
+        if (!two_cpus(cpus, sizeof(cpus)))
+                skip();
+        pc_config_init(&c);
+        c.workers = 2;
+        c.cpus = cpus;
+        c.shared = PC_SHARED_ON;
+        c.log_level = PC_LOG_WARN;
+        memset(&R, 0, sizeof(R));
+        atomic_store(&both_seen[0], 0);
+        atomic_store(&both_seen[1], 0);
+        R.deadline_ns = mono_ns() + 60000 * MS;
+        assert_int_equal(pc_runtime_create(&c, &R.rt), 0);
+        w0cpu = pc_runtime_worker_cpu(R.rt, 0);
+        w1cpu = pc_runtime_worker_cpu(R.rt, 1);
+        assert_int_equal(pthread_create(&t, NULL, hog, &w1cpu), 0);
+        assert_int_equal(pc_runtime_run(R.rt, on_both0, NULL), 0);
+        atomic_store(&R.hog_stop, true);
+        pthread_join(t, NULL);
+        assert_int_equal(pc_stats_snapshot(R.rt, st, 2), 2);
+        pc_runtime_destroy(R.rt);
+        for (int w = 0; w < 2; w++) {
+                assert_true(atomic_load(&both_seen[w]));
+                assert_int_equal(CPU_COUNT(&both_on[w]), 1);
+                assert_true(CPU_ISSET(w0cpu, &both_on[w]));
+                assert_false(st[w].packed); /* pinned back as the run ended */
+        }
+}
+
 /* PERCORE_PACK=0: roaming workers keep every CPU; nothing is set up. */
 static void test_pack_off(void **state)
 {
@@ -586,6 +661,7 @@ int main(void)
                 cmocka_unit_test(test_pack_judge_pinned),
                 cmocka_unit_test(test_pack_judge_four),
                 cmocka_unit_test(test_auto_packs_beside_a_busy_thread),
+                cmocka_unit_test(test_on_packs_both),
                 cmocka_unit_test(test_pack_off),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
