@@ -183,6 +183,7 @@ struct pc__share {
         bool packed;       /* runs on fewer of its node's CPUs: others use the rest */
         bool forever;      /* PERCORE_SHARED=on: roams whatever it waits */
         uint64_t turn_ns;  /* packed: its last pass without work, or last yield */
+        cpu_set_t on;      /* packed: the CPUs it may run on */
 };
 
 enum pc__share_move { PC_SHARE_STAY, PC_SHARE_ROAM, PC_SHARE_PIN };

@@ -121,8 +121,9 @@ struct pc_config {
         enum pc_shared shared;           /**< PERCORE_SHARED */
         /** PERCORE_PACK: while workers of a node roam (PERCORE_SHARED), they
          * leave as many whole CPUs of the run to the other threads as those
-         * use, run on the rest, and yield after 0.3 ms busy turns there
-         * (true, the default); false: roaming workers keep every CPU. */
+         * use, run on the rest, and yield to each other after 0.3 ms
+         * turns there (true, the default); false: roaming workers keep
+         * every CPU. */
         bool pack;
         unsigned monitor_ms;             /**< PERCORE_MONITOR_MS, 0 = off */
         uint64_t seed;                   /**< PERCORE_SEED */

@@ -33,8 +33,8 @@
  * /proc/stat, less what our workers ran (their schedstat). That many are
  * left to those threads (the ones they use most, never one a pinned
  * worker is on, never all), and the roaming workers run on the rest,
- * taking PC_PACK_TURN_NS busy turns there before they yield to each other
- * (pc__pack_turn()). Spread over every CPU, a worker and the thread it
+ * taking PC_PACK_TURN_NS turns there before they yield to each other while
+ * another of them is awake (pc__pack_turn()). Spread over every CPU, a worker and the thread it
  * shares with wait out each other's slices, milliseconds; packed, the
  * other threads have their CPUs and our workers trade the rest among
  * themselves in short turns. When the other threads use less again, the
@@ -186,26 +186,46 @@ unsigned pc__pack_judge(unsigned n, const uint64_t *busy, const uint64_t *mine, 
         return want;
 }
 
-/* A thread's run time so far (ns) from a schedstat file, or -1. */
+/* A schedstat file's first two fields: the thread's run time so far and
+ * its run delay (ns). 0 or -1. */
+static int schedstat_read(int fd, uint64_t *run, uint64_t *wait)
+{
+        char buf[96];
+        unsigned long long r, d;
+        ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+
+        if (n <= 0)
+                return -1;
+        buf[n] = '\0';
+        if (sscanf(buf, "%llu %llu", &r, &d) != 2)
+                return -1;
+        *run = r;
+        *wait = d;
+        return 0;
+}
+
+/* Another thread's run time so far (ns), or -1. */
 static int64_t task_ran(int tid)
 {
-        char path[64], buf[96];
-        unsigned long long run, wait;
-        ssize_t n;
-        int fd;
+        char path[64];
+        uint64_t run, wait;
+        int fd, rc;
 
         snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", tid);
         fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
                 return -1;
-        n = pread(fd, buf, sizeof(buf) - 1, 0);
+        rc = schedstat_read(fd, &run, &wait);
         close(fd);
-        if (n <= 0)
-                return -1;
-        buf[n] = '\0';
-        if (sscanf(buf, "%llu %llu", &run, &wait) != 2)
-                return -1;
-        return (int64_t)run;
+        return rc ? -1 : (int64_t)run;
+}
+
+/* The thread's run delay so far (ns), or -1. */
+static int64_t run_delay(int fd)
+{
+        uint64_t run, wait;
+
+        return schedstat_read(fd, &run, &wait) ? -1 : (int64_t)wait;
 }
 
 /* Each of the node's CPUs' busy time so far (ns: user, nice, system, irq
@@ -389,6 +409,7 @@ static void pack_apply(struct pc_worker *w)
                 return;
         }
         w->share.packed = nleft > 0;
+        w->share.on = set;
         w->share.turn_ns = 0;
         atomic_store_explicit(&w->stats.packed, nleft > 0, memory_order_relaxed);
 }
@@ -413,6 +434,27 @@ static void pack_tick(struct pc_worker *w, uint64_t now)
                 pack_apply(w);
 }
 
+/* Whether another worker packed like @w, or pinned on one of its CPUs, is
+ * awake: one its yield may let run. A parked one waits for work, not for
+ * the CPU; a packed one on another of several packed CPUs makes the yield
+ * a wasted system call, no worse. */
+static bool pack_peer_awake(const struct pc_worker *w)
+{
+        const struct pc__pack *p = w->pack;
+
+        for (unsigned k = 0; k < p->nw; k++) {
+                const struct pc_worker *o = w->rt->workers[p->wid[k]];
+
+                if (o == w || atomic_load_explicit(&o->sleeping, memory_order_relaxed))
+                        continue;
+                if (atomic_load_explicit(&o->stats.packed, memory_order_relaxed) ||
+                    (!atomic_load_explicit(&o->stats.roaming, memory_order_relaxed) &&
+                     o->cpu >= 0 && CPU_ISSET(o->cpu, &w->share.on)))
+                        return true;
+        }
+        return false;
+}
+
 void pc__pack_turn(struct pc_worker *w, unsigned n, uint64_t now)
 {
         /* The turn runs from the last pass that found nothing (or the last
@@ -423,6 +465,10 @@ void pc__pack_turn(struct pc_worker *w, unsigned n, uint64_t now)
         if (n == 0 || w->share.turn_ns == 0) {
                 w->share.turn_ns = now;
         } else if (now - w->share.turn_ns >= PC_PACK_TURN_NS) {
+                if (!pack_peer_awake(w)) {
+                        w->share.turn_ns = now; /* nobody of ours to let run */
+                        return;
+                }
                 sched_yield();
                 w->share.turn_ns = pc__now();
                 atomic_store_explicit(&w->stats.yields,
@@ -580,21 +626,6 @@ enum pc__share_move pc__share_judge(struct pc__share *s, uint64_t wait_ns, uint6
                 return PC_SHARE_STAY;
         s->calm = 0;
         return PC_SHARE_PIN;
-}
-
-/* The thread's run delay so far (ns), or -1. */
-static int64_t run_delay(int fd)
-{
-        char buf[96];
-        unsigned long long run, wait;
-        ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
-
-        if (n <= 0)
-                return -1;
-        buf[n] = '\0';
-        if (sscanf(buf, "%llu %llu", &run, &wait) != 2)
-                return -1;
-        return (int64_t)wait;
 }
 
 void pc__share_start(struct pc_worker *w)

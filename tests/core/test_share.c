@@ -531,12 +531,11 @@ static void test_auto_packs_beside_a_busy_thread(void **state)
         assert_int_equal(pc_stats_snapshot(R.rt, st, 2), 2);
         pc_runtime_destroy(R.rt);
         /* Packed: roaming, on worker 0's CPU alone, the spinning thread's
-         * CPU left to it; it yielded turns there. */
+         * CPU left to it. (Worker 0 sleeps: no turns to yield.) */
         assert_true(R.phase >= 1);
         assert_true(R.packed_roaming);
         assert_int_equal(CPU_COUNT(&R.packed_on), 1);
         assert_true(CPU_ISSET(w0cpu, &R.packed_on));
-        assert_true(st[1].yields >= 1);
         /* Once the spinning stopped, the CPU came back (roaming on both,
          * or pinned home again on it). */
         assert_int_equal(R.phase, 2);
@@ -548,21 +547,28 @@ static void test_auto_packs_beside_a_busy_thread(void **state)
 /* PERCORE_SHARED=on, both workers busy beside the spinning thread: both
  * roam from the start, both look at the node's packing (whoever comes
  * first judges), and both end up on worker 0's CPU: where each worker
- * ran tells the judge which CPU the spinning thread uses. */
+ * ran tells the judge which CPU the spinning thread uses. Both busy
+ * there, each yields its turns to the other. */
 static _Atomic int both_seen[2];
 static cpu_set_t both_on[2];
+static int both_want; /* worker 0's CPU */
 
 static void on_both(void *arg)
 {
         struct pc_worker_stats st[2];
         int me = (int)(intptr_t)arg;
 
+        /* Other load on the machine (tests run side by side) may make a
+         * window judge otherwise; the next ones put it right: wait for
+         * the outcome. */
         pc_stats_snapshot(R.rt, st, 2);
         if (st[me].packed && !atomic_load(&both_seen[me])) {
                 sched_getaffinity(0, sizeof(both_on[me]), &both_on[me]);
-                atomic_store(&both_seen[me], 1);
+                if (CPU_COUNT(&both_on[me]) == 1 && CPU_ISSET(both_want, &both_on[me]))
+                        atomic_store(&both_seen[me], 1);
         }
-        if ((atomic_load(&both_seen[0]) && atomic_load(&both_seen[1])) ||
+        if ((atomic_load(&both_seen[0]) && atomic_load(&both_seen[1]) && st[0].yields &&
+             st[1].yields) ||
             mono_ns() >= R.deadline_ns) {
                 pc_runtime_stop(R.rt);
                 return;
@@ -605,6 +611,7 @@ static void test_on_packs_both(void **state)
         assert_int_equal(pc_runtime_create(&c, &R.rt), 0);
         w0cpu = pc_runtime_worker_cpu(R.rt, 0);
         w1cpu = pc_runtime_worker_cpu(R.rt, 1);
+        both_want = w0cpu;
         assert_int_equal(pthread_create(&t, NULL, hog, &w1cpu), 0);
         assert_int_equal(pc_runtime_run(R.rt, on_both0, NULL), 0);
         atomic_store(&R.hog_stop, true);
@@ -615,6 +622,8 @@ static void test_on_packs_both(void **state)
                 assert_true(atomic_load(&both_seen[w]));
                 assert_int_equal(CPU_COUNT(&both_on[w]), 1);
                 assert_true(CPU_ISSET(w0cpu, &both_on[w]));
+                /* Both busy on one CPU: each let the other run. */
+                assert_true(st[w].yields >= 1);
                 assert_false(st[w].packed); /* pinned back as the run ended */
         }
 }
