@@ -67,159 +67,96 @@ static void test_judge(void **state)
 }
 
 #define W (100 * MS) /* a packing window */
-#define CPU(x) ((uint64_t)((x) * (double)W)) /* x CPUs' worth of it */
 
-/* Two CPUs, both workers roaming (nothing pinned). */
+/* One window for the packing judge: @n CPUs' busy time and what our
+ * workers ran on each, in CPUs' worth of the window; "p" in @pinned marks
+ * a pinned worker's CPU; @roam is roaming time not placed; @left holds
+ * "1" for each CPU left to the others, and is updated as the judge did;
+ * the judge must leave @want CPUs, those @after marks. */
+static void judge(unsigned n, const double *busy, const double *mine, const char *pinned,
+                  double roam, char *left, unsigned want, const char *after)
+{
+        uint64_t b[8], m[8];
+        bool p[8], l[8];
+
+        for (unsigned c = 0; c < n; c++) {
+                b[c] = (uint64_t)(busy[c] * (double)W);
+                m[c] = mine ? (uint64_t)(mine[c] * (double)W) : 0;
+                p[c] = pinned && pinned[c] == 'p';
+                l[c] = left[c] == '1';
+        }
+        assert_int_equal(pc__pack_judge(n, b, m, p, (uint64_t)(roam * (double)W), W, l), want);
+        for (unsigned c = 0; c < n; c++)
+                left[c] = l[c] ? '1' : '0';
+        assert_string_equal(left, after);
+}
+
+/* Two CPUs, both workers roaming (nothing pinned), one window after the
+ * other: @left carries what the judge decided. */
 static void test_pack_judge_two(void **state)
 {
-        const bool none[2] = {false, false};
-        const uint64_t zero[2] = {0, 0};
-        bool left[2] = {false, false};
+        char left[] = "00";
 
         (void)state;
         /* A client spread over both CPUs uses 0.9 of one beside our 1.05:
          * one CPU is left to it, on a tie the lower one. */
-        {
-                const uint64_t busy[2] = {CPU(0.98), CPU(0.97)};
-
-                assert_int_equal(pc__pack_judge(2, busy, zero, none, CPU(1.05), W, left), 1);
-                assert_true(left[0]);
-                assert_false(left[1]);
-        }
-        /* Packed: our workers on CPU 1, the client on CPU 0 and a little
-         * on 1. It stays so; 0.6 CPU keeps it (slack), ... */
-        {
-                const uint64_t busy[2] = {CPU(0.9), CPU(1.0)};
-
-                assert_int_equal(pc__pack_judge(2, busy, zero, none, CPU(0.95), W, left), 1);
-                assert_true(left[0]);
-                assert_false(left[1]);
-        }
-        {
-                const uint64_t busy[2] = {CPU(0.6), CPU(1.0)};
-
-                assert_int_equal(pc__pack_judge(2, busy, zero, none, CPU(1.0), W, left), 1);
-                assert_true(left[0]);
-        }
-        /* ... and one that moved to CPU 1 by less than PC_PACK_SWAP does
-         * not move the CPU left; ... */
-        {
-                const uint64_t busy[2] = {CPU(0.5), CPU(1.0)};
-
-                assert_int_equal(pc__pack_judge(2, busy, zero, none, CPU(0.3), W, left), 1);
-                assert_true(left[0]);
-                assert_false(left[1]);
-        }
-        /* ... by more, it does. */
-        {
-                const uint64_t busy[2] = {CPU(0.1), CPU(1.0)};
-
-                assert_int_equal(pc__pack_judge(2, busy, zero, none, CPU(0.0), W, left), 1);
-                assert_false(left[0]);
-                assert_true(left[1]);
-        }
+        judge(2, (double[]){0.98, 0.97}, NULL, NULL, 1.05, left, 1, "10");
+        /* Packed, our workers on CPU 1 and the client on CPU 0 (a little on
+         * 1): it stays so, and 0.6 of a CPU keeps it (slack). */
+        judge(2, (double[]){0.9, 1.0}, (double[]){0, 0.95}, NULL, 0, left, 1, "10");
+        judge(2, (double[]){0.6, 1.0}, (double[]){0, 1.0}, NULL, 0, left, 1, "10");
+        /* Some of the client's use moved to CPU 1, less than PC_PACK_SWAP
+         * more than on CPU 0: the CPU left stays; ... */
+        judge(2, (double[]){0.5, 1.0}, (double[]){0, 0.3}, NULL, 0, left, 1, "10");
+        /* ... more than that, and CPU 1 is the one left. */
+        judge(2, (double[]){0.1, 1.0}, NULL, NULL, 0, left, 1, "01");
         /* Under PC_PACK_LESS below one CPU, the CPU comes back. */
-        {
-                const uint64_t busy[2] = {CPU(0.9), CPU(0.4)};
-
-                assert_int_equal(pc__pack_judge(2, busy, zero, none, CPU(0.9), W, left), 0);
-                assert_false(left[0]);
-                assert_false(left[1]);
-        }
+        judge(2, (double[]){0.9, 0.4}, (double[]){0.9, 0}, NULL, 0, left, 0, "00");
         /* Not packed, 0.6 CPU of others is not enough to start. */
-        {
-                const uint64_t busy[2] = {CPU(0.8), CPU(0.8)};
-
-                assert_int_equal(pc__pack_judge(2, busy, zero, none, CPU(1.0), W, left), 0);
-        }
+        judge(2, (double[]){0.8, 0.8}, NULL, NULL, 1.0, left, 0, "00");
         /* Never every CPU, however busy the others. */
+        judge(2, (double[]){1.0, 1.0}, NULL, NULL, 0.1, left, 1, "10");
+        /* No window, one CPU: nothing to judge, nothing changed. */
         {
-                const uint64_t busy[2] = {CPU(1.0), CPU(1.0)};
-
-                assert_int_equal(pc__pack_judge(2, busy, zero, none, CPU(0.1), W, left), 1);
-                assert_int_equal(left[0] + left[1], 1);
-        }
-        /* No window, one CPU: nothing to judge. */
-        {
-                const uint64_t busy[2] = {CPU(1.0), CPU(1.0)};
+                const uint64_t busy[2] = {W, W}, zero[2] = {0, 0};
+                const bool none[2] = {false, false};
                 bool l2[2] = {false, false};
 
                 assert_int_equal(pc__pack_judge(2, busy, zero, none, 0, 0, l2), 0);
                 assert_int_equal(pc__pack_judge(1, busy, zero, none, 0, W, l2), 0);
-                assert_false(l2[0]);
+                assert_false(l2[0] || l2[1]);
         }
 }
 
 /* A pinned worker's CPU is never left, and the others' use is placed. */
 static void test_pack_judge_pinned(void **state)
 {
+        char a[] = "00", b[] = "00", c[] = "00";
+
         (void)state;
         /* A neighbour pinned to CPU 1 spins; worker 0 stays pinned on CPU
          * 0 (it did not wait), worker 1 roams: CPU 1 is left. */
-        {
-                const uint64_t busy[2] = {CPU(1.0), CPU(1.0)}, mine[2] = {CPU(0.5), 0};
-                const bool pinned[2] = {true, false};
-                bool left[2] = {false, false};
-
-                assert_int_equal(pc__pack_judge(2, busy, mine, pinned, CPU(0.5), W, left), 1);
-                assert_false(left[0]);
-                assert_true(left[1]);
-        }
-        /* The others' use is on the pinned worker's CPU: the free one is not
-         * theirs to take, so none is left. */
-        {
-                const uint64_t busy[2] = {CPU(1.0), CPU(0.4)}, mine[2] = {CPU(0.1), 0};
-                const bool pinned[2] = {true, false};
-                bool left[2] = {false, false};
-
-                assert_int_equal(pc__pack_judge(2, busy, mine, pinned, CPU(0.4), W, left), 0);
-                assert_false(left[1]);
-        }
+        judge(2, (double[]){1.0, 1.0}, (double[]){0.5, 0}, "p-", 0.5, a, 1, "01");
+        /* The others' use is on the pinned worker's CPU: the free one is
+         * not theirs to take, so none is left. */
+        judge(2, (double[]){1.0, 0.4}, (double[]){0.1, 0}, "p-", 0.4, b, 0, "00");
         /* Every CPU pinned: nothing to leave. */
-        {
-                const uint64_t busy[2] = {CPU(1.0), CPU(1.0)}, mine[2] = {CPU(0.5), CPU(0.5)};
-                const bool pinned[2] = {true, true};
-                bool left[2] = {false, false};
-
-                assert_int_equal(pc__pack_judge(2, busy, mine, pinned, 0, W, left), 0);
-        }
+        judge(2, (double[]){1.0, 1.0}, (double[]){0.5, 0.5}, "pp", 0, c, 0, "00");
 }
 
-/* Four CPUs: the count left moves one step per PC_PACK_MORE/LESS, and the
- * ones left are those the others use most. */
+/* Four CPUs: the count left follows the others' use, and the ones left
+ * are those the others use most. */
 static void test_pack_judge_four(void **state)
 {
-        const bool none[4] = {false, false, false, false};
-        const uint64_t zero[4] = {0, 0, 0, 0};
-        bool left[4] = {false, false, false, false};
+        char left[] = "0000";
 
         (void)state;
-        {
-                /* Others use 2.0 CPUs, mostly CPUs 2 and 3; ours 1.6. */
-                const uint64_t busy[4] = {CPU(0.5), CPU(0.5), CPU(1.3), CPU(1.3)};
-
-                assert_int_equal(pc__pack_judge(4, busy, zero, none, CPU(1.6), W, left), 2);
-                assert_false(left[0]);
-                assert_false(left[1]);
-                assert_true(left[2]);
-                assert_true(left[3]);
-        }
-        {
-                /* 2.8 CPUs: three left, never the fourth. */
-                const uint64_t busy[4] = {CPU(1.0), CPU(0.9), CPU(1.0), CPU(1.0)};
-
-                assert_int_equal(pc__pack_judge(4, busy, zero, none, CPU(0.9), W, left), 3);
-                assert_int_equal(left[0] + left[1] + left[2] + left[3], 3);
-                assert_true(left[2]);
-                assert_true(left[3]);
-        }
-        {
-                /* Idle others: every CPU back at once. */
-                const uint64_t busy[4] = {0, CPU(1.0), 0, 0};
-
-                assert_int_equal(pc__pack_judge(4, busy, zero, none, CPU(1.0), W, left), 0);
-                assert_int_equal(left[0] + left[1] + left[2] + left[3], 0);
-        }
+        /* Others use 2.0 CPUs, mostly CPUs 2 and 3; ours 1.6, not placed. */
+        judge(4, (double[]){0.5, 0.5, 1.3, 1.3}, NULL, NULL, 1.6, left, 2, "0011");
+        /* 2.8 CPUs: three left, never the fourth. */
+        judge(4, (double[]){1.0, 0.9, 1.0, 1.0}, NULL, NULL, 0.9, left, 3, "1011");
+        /* Idle others: every CPU back at once. */
+        judge(4, (double[]){0, 1.0, 0, 0}, (double[]){0, 1.0, 0, 0}, NULL, 0, left, 0, "0000");
 }
 
 /* Two CPUs this process may use, for two pinned workers; false if fewer. */
