@@ -432,51 +432,69 @@ static void on_pack0(void *arg)
         assert_int_equal(pc_spawn_on(1, on_pack, NULL), 0);
 }
 
+/* Whether this machine can run the packing runs: scheduler statistics,
+ * /proc/stat and two usable CPUs (into @cpus). */
+static bool pack_runs_here(char *cpus, size_t len)
+{
+        int fd = open("/proc/thread-self/schedstat", O_RDONLY);
+
+        if (fd < 0)
+                return false;
+        close(fd);
+        fd = open("/proc/stat", O_RDONLY);
+        if (fd < 0)
+                return false; /* nothing to weigh the others' use with */
+        close(fd);
+        return two_cpus(cpus, len);
+}
+
+/* Run @fn on a 2-worker runtime of @c beside a thread spinning on worker
+ * 1's CPU (stopped by R.hog_stop, or as the run ends); the workers'
+ * counters after into @st, their CPUs into @cpu. */
+static void pack_run(struct pc_config *c, void (*fn)(void *), struct pc_worker_stats st[2],
+                     int cpu[2])
+{
+        pthread_t t;
+
+        c->workers = 2;
+        c->log_level = PC_LOG_WARN;
+        R.deadline_ns = mono_ns() + 60000 * MS;
+        assert_int_equal(pc_runtime_create(c, &R.rt), 0);
+        cpu[0] = pc_runtime_worker_cpu(R.rt, 0);
+        cpu[1] = pc_runtime_worker_cpu(R.rt, 1);
+        assert_int_equal(pthread_create(&t, NULL, hog, &cpu[1]), 0);
+        assert_int_equal(pc_runtime_run(R.rt, fn, NULL), 0);
+        atomic_store(&R.hog_stop, true);
+        pthread_join(t, NULL);
+        assert_int_equal(pc_stats_snapshot(R.rt, st, 2), 2);
+        pc_runtime_destroy(R.rt);
+}
+
 static void test_auto_packs_beside_a_busy_thread(void **state)
 {
         struct pc_worker_stats st[2];
         struct pc_config c;
         char cpus[32];
-        pthread_t t;
-        int fd = open("/proc/thread-self/schedstat", O_RDONLY), w0cpu, w1cpu;
+        int cpu[2];
 
         (void)state;
-        if (fd < 0)
-                skip();
-        close(fd);
-        fd = open("/proc/stat", O_RDONLY);
-        if (fd < 0)
-                skip(); /* nothing to weigh the others' use with: no packing */
-        close(fd);
-        if (!two_cpus(cpus, sizeof(cpus)))
+        if (!pack_runs_here(cpus, sizeof(cpus)))
                 skip();
         pc_config_init(&c);
         assert_true(c.pack); /* the default */
-        c.workers = 2;
         c.cpus = cpus;
-        c.pin = true;
-        c.log_level = PC_LOG_WARN;
         memset(&R, 0, sizeof(R));
-        R.deadline_ns = mono_ns() + 60000 * MS;
-        assert_int_equal(pc_runtime_create(&c, &R.rt), 0);
-        w0cpu = pc_runtime_worker_cpu(R.rt, 0);
-        w1cpu = pc_runtime_worker_cpu(R.rt, 1);
-        assert_int_equal(pthread_create(&t, NULL, hog, &w1cpu), 0);
-        assert_int_equal(pc_runtime_run(R.rt, on_pack0, NULL), 0);
-        atomic_store(&R.hog_stop, true);
-        pthread_join(t, NULL);
-        assert_int_equal(pc_stats_snapshot(R.rt, st, 2), 2);
-        pc_runtime_destroy(R.rt);
+        pack_run(&c, on_pack0, st, cpu);
         /* Packed: roaming, on worker 0's CPU alone, the spinning thread's
          * CPU left to it. (Worker 0 sleeps: no turns to yield.) */
         assert_true(R.phase >= 1);
         assert_true(R.packed_roaming);
         assert_int_equal(CPU_COUNT(&R.packed_on), 1);
-        assert_true(CPU_ISSET(w0cpu, &R.packed_on));
+        assert_true(CPU_ISSET(cpu[0], &R.packed_on));
         /* Once the spinning stopped, the CPU came back (roaming on both,
          * or pinned home again on it). */
         assert_int_equal(R.phase, 2);
-        assert_true(CPU_ISSET(w1cpu, &R.after));
+        assert_true(CPU_ISSET(cpu[1], &R.after));
         assert_false(st[1].packed);
         assert_false(st[0].packed);
 }
@@ -488,7 +506,6 @@ static void test_auto_packs_beside_a_busy_thread(void **state)
  * there, each yields its turns to the other. */
 static _Atomic int both_seen[2];
 static cpu_set_t both_on[2];
-static int both_want; /* worker 0's CPU */
 
 static void on_both(void *arg)
 {
@@ -501,7 +518,8 @@ static void on_both(void *arg)
         pc_stats_snapshot(R.rt, st, 2);
         if (st[me].packed && !atomic_load(&both_seen[me])) {
                 sched_getaffinity(0, sizeof(both_on[me]), &both_on[me]);
-                if (CPU_COUNT(&both_on[me]) == 1 && CPU_ISSET(both_want, &both_on[me]))
+                if (CPU_COUNT(&both_on[me]) == 1 &&
+                    CPU_ISSET(pc_runtime_worker_cpu(R.rt, 0), &both_on[me]))
                         atomic_store(&both_seen[me], 1);
         }
         if ((atomic_load(&both_seen[0]) && atomic_load(&both_seen[1]) && st[0].yields &&
@@ -527,38 +545,22 @@ static void test_on_packs_both(void **state)
         struct pc_worker_stats st[2];
         struct pc_config c;
         char cpus[32];
-        pthread_t t;
-        int fd = open("/proc/thread-self/schedstat", O_RDONLY), w0cpu, w1cpu;
+        int cpu[2];
 
         (void)state;
-        if (fd < 0)
-                skip();
-        close(fd);
-        if (!two_cpus(cpus, sizeof(cpus)))
+        if (!pack_runs_here(cpus, sizeof(cpus)))
                 skip();
         pc_config_init(&c);
-        c.workers = 2;
         c.cpus = cpus;
         c.shared = PC_SHARED_ON;
-        c.log_level = PC_LOG_WARN;
         memset(&R, 0, sizeof(R));
         atomic_store(&both_seen[0], 0);
         atomic_store(&both_seen[1], 0);
-        R.deadline_ns = mono_ns() + 60000 * MS;
-        assert_int_equal(pc_runtime_create(&c, &R.rt), 0);
-        w0cpu = pc_runtime_worker_cpu(R.rt, 0);
-        w1cpu = pc_runtime_worker_cpu(R.rt, 1);
-        both_want = w0cpu;
-        assert_int_equal(pthread_create(&t, NULL, hog, &w1cpu), 0);
-        assert_int_equal(pc_runtime_run(R.rt, on_both0, NULL), 0);
-        atomic_store(&R.hog_stop, true);
-        pthread_join(t, NULL);
-        assert_int_equal(pc_stats_snapshot(R.rt, st, 2), 2);
-        pc_runtime_destroy(R.rt);
+        pack_run(&c, on_both0, st, cpu);
         for (int w = 0; w < 2; w++) {
                 assert_true(atomic_load(&both_seen[w]));
                 assert_int_equal(CPU_COUNT(&both_on[w]), 1);
-                assert_true(CPU_ISSET(w0cpu, &both_on[w]));
+                assert_true(CPU_ISSET(cpu[0], &both_on[w]));
                 /* Both busy on one CPU: each let the other run. */
                 assert_true(st[w].yields >= 1);
                 assert_false(st[w].packed); /* pinned back as the run ended */
