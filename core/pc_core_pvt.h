@@ -180,6 +180,7 @@ struct pc__share {
         uint64_t at_ns;   /* clock at the last look */
         uint64_t wait_ns; /* the thread's run delay then */
         unsigned pack_gen; /* the node's packing it applied (struct pc__pack) */
+        unsigned slot;     /* its place in that struct's per-worker arrays */
         bool packed;       /* runs on fewer of its node's CPUs: others use the rest */
         bool forever;      /* PERCORE_SHARED=on: roams whatever it waits */
         uint64_t turn_ns;  /* packed: its last pass without work, or last yield */
@@ -586,11 +587,12 @@ enum pc__share_move pc__share_judge(struct pc__share *s, uint64_t wait_ns, uint6
  * holds each of a node's @n CPUs' busy time, @mine what our workers ran on
  * each as far as known (@pinned: a worker is pinned there), @roam what
  * roaming ones ran where not known (spread over the CPUs not left); @left
- * (in and out) marks the CPUs left to other threads. Returns how many are
+ * (in and out) marks the CPUs left to other threads; @others (may be NULL)
+ * gets the CPUs the others used, in thousandths. Returns how many are
  * left now. Never leaves a CPU a pinned worker runs on, one the others use
  * less than PC_PACK_MIN thousandths of, nor every CPU. */
 unsigned pc__pack_judge(unsigned n, const uint64_t *busy, const uint64_t *mine, const bool *pinned,
-                        uint64_t roam, uint64_t wall_ns, bool *left);
+                        uint64_t roam, uint64_t wall_ns, bool *left, uint64_t *others);
 /* A packed worker's turn: from the loop as it reads the clock (@now),
  * with that pass's work count @n; yields the CPU once PC_PACK_TURN_NS
  * passed since its last pass without work (or its last yield). */

@@ -85,6 +85,18 @@ static unsigned roam_set(const struct pc_worker *w, cpu_set_t *set, char *list, 
         return n;
 }
 
+/* Let the calling worker's thread run on @set; false (logged) if the
+ * kernel refuses, and the worker stays as it was. */
+static bool run_on(const struct pc_worker *w, const cpu_set_t *set)
+{
+        int rc = -pthread_setaffinity_np(pthread_self(), sizeof(*set), set);
+
+        if (rc)
+                pc_log(PC_LOG_WARN, "worker %u: cannot change its CPUs: %s", w->id,
+                       pc_strerror(rc));
+        return rc == 0;
+}
+
 /* PERCORE_SCHED=auto: a roaming worker's thread runs SCHED_BATCH, so that
  * waking it does not preempt the thread it shares a CPU with; it takes
  * its turn when that thread sleeps or its slice ends, and serves what
@@ -129,11 +141,10 @@ struct pc__pack {
         bool told;
         /* read by the node's workers */
         _Atomic unsigned gen;   /* changes as @left does */
-        _Atomic unsigned nleft;
 };
 
 unsigned pc__pack_judge(unsigned n, const uint64_t *busy, const uint64_t *mine, const bool *pinned,
-                        uint64_t roam, uint64_t wall_ns, bool *left)
+                        uint64_t roam, uint64_t wall_ns, bool *left, uint64_t *others)
 {
         uint64_t total = 0, ours = roam, foreign, f[PC_MAX_WORKERS], score[PC_MAX_WORKERS];
         unsigned cur = 0, want, free_cpus = 0, stay;
@@ -151,6 +162,8 @@ unsigned pc__pack_judge(unsigned n, const uint64_t *busy, const uint64_t *mine, 
          * left follows it with some slack each way, so that a use near a
          * boundary does not move CPUs back and forth. */
         foreign = total > ours ? (total - ours) * 1000 / wall_ns : 0;
+        if (others)
+                *others = foreign;
         want = cur;
         while (want + 1 < n && foreign + PC_PACK_MORE >= (uint64_t)(want + 1) * 1000)
                 want++;
@@ -280,12 +293,22 @@ static int cpu_busy(struct pc__pack *p, uint64_t *busy)
         return got == p->n ? 0 : -ENOENT; /* an offline CPU has no line */
 }
 
+/* Every CPU back to the roaming workers. Under p->lock. */
+static void pack_clear(struct pc__pack *p)
+{
+        const bool none[PC_MAX_WORKERS] = {0};
+
+        if (memcmp(p->left, none, p->n * sizeof(bool)) == 0)
+                return;
+        memset(p->left, 0, sizeof(p->left));
+        atomic_fetch_add_explicit(&p->gen, 1, memory_order_release);
+}
+
 /* Sample the node; with a fresh sample before it, judge. Under p->lock. */
 static void pack_sample(const struct pc_runtime *rt, struct pc__pack *p, uint64_t now)
 {
         uint64_t busy[PC_MAX_WORKERS], ran[PC_MAX_WORKERS], d[PC_MAX_WORKERS] = {0},
-                 mine[PC_MAX_WORKERS] = {0}, roam = 0, wall = now - p->at_ns, total = 0, ours = 0,
-                 foreign;
+                 mine[PC_MAX_WORKERS] = {0}, roam = 0, wall = now - p->at_ns, foreign = 0;
         bool pinned[PC_MAX_WORKERS] = {0}, was[PC_MAX_WORKERS];
         unsigned nleft;
         int rc = cpu_busy(p, busy);
@@ -295,9 +318,7 @@ static void pack_sample(const struct pc_runtime *rt, struct pc__pack *p, uint64_
                        "packing", p->node, pc_strerror(rc));
                 close(p->fd);
                 p->fd = -1;
-                memset(p->left, 0, sizeof(p->left));
-                atomic_store_explicit(&p->nleft, 0, memory_order_relaxed);
-                atomic_fetch_add_explicit(&p->gen, 1, memory_order_release);
+                pack_clear(p);
                 return;
         }
         for (unsigned k = 0; k < p->nw; k++) {
@@ -336,12 +357,8 @@ static void pack_sample(const struct pc_runtime *rt, struct pc__pack *p, uint64_
                         was[c] = p->left[c];
                         p->busy[c] = busy[c];
                         busy[c] = b;
-                        total += b;
-                        ours += mine[c];
                 }
-                ours += roam;
-                foreign = total > ours ? (total - ours) * 1000 / wall : 0;
-                nleft = pc__pack_judge(p->n, busy, mine, pinned, roam, wall, p->left);
+                nleft = pc__pack_judge(p->n, busy, mine, pinned, roam, wall, p->left, &foreign);
                 if (memcmp(was, p->left, p->n * sizeof(bool))) {
                         uint64_t bits[PC_MAX_CPUS / 64] = {0};
                         char list[64];
@@ -359,18 +376,13 @@ static void pack_sample(const struct pc_runtime *rt, struct pc__pack *p, uint64_
                                        "every CPU)"
                                      : "");
                         p->told = true;
-                        atomic_store_explicit(&p->nleft, nleft, memory_order_relaxed);
                         atomic_fetch_add_explicit(&p->gen, 1, memory_order_release);
                 }
         } else {
                 /* No roaming worker looked for a while: start afresh. */
                 for (unsigned c = 0; c < p->n; c++)
                         p->busy[c] = busy[c];
-                if (atomic_load_explicit(&p->nleft, memory_order_relaxed)) {
-                        memset(p->left, 0, sizeof(p->left));
-                        atomic_store_explicit(&p->nleft, 0, memory_order_relaxed);
-                        atomic_fetch_add_explicit(&p->gen, 1, memory_order_release);
-                }
+                pack_clear(p);
         }
         memcpy(p->ran, ran, sizeof(ran[0]) * p->nw);
         p->at_ns = now;
@@ -383,7 +395,6 @@ static void pack_apply(struct pc_worker *w)
         cpu_set_t set;
         unsigned gen, all, nleft = 0;
         bool left[PC_MAX_WORKERS];
-        int rc;
 
         pthread_mutex_lock(&p->lock);
         gen = atomic_load_explicit(&p->gen, memory_order_acquire);
@@ -402,12 +413,8 @@ static void pack_apply(struct pc_worker *w)
                 return;
         if (nleft >= all) /* never all: the judge leaves one */
                 return;
-        rc = -pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-        if (rc) {
-                pc_log(PC_LOG_WARN, "worker %u: cannot change its CPUs: %s", w->id,
-                       pc_strerror(rc));
+        if (!run_on(w, &set))
                 return;
-        }
         w->share.packed = nleft > 0;
         w->share.on = set;
         w->share.turn_ns = 0;
@@ -568,16 +575,11 @@ static void roam(struct pc_worker *w, uint64_t wait_ns, uint64_t wall_ns)
 {
         cpu_set_t set;
         char list[64];
-        int rc;
 
         if (roam_set(w, &set, list, sizeof(list)) < 2)
                 return;
-        rc = -pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-        if (rc) {
-                pc_log(PC_LOG_WARN, "worker %u: cannot widen its CPUs: %s", w->id,
-                       pc_strerror(rc));
+        if (!run_on(w, &set))
                 return;
-        }
         w->share.roaming = true;
         w->share.packed = false;
         w->share.calm = 0;
@@ -645,9 +647,10 @@ void pc__share_start(struct pc_worker *w)
                 uint64_t now;
 
                 w->share.pack_gen = atomic_load_explicit(&p->gen, memory_order_acquire);
-                atomic_store_explicit(&p->tid[pack_slot(w)], (int)gettid(),
+                w->share.slot = pack_slot(w);
+                atomic_store_explicit(&p->tid[w->share.slot], (int)gettid(),
                                       memory_order_relaxed);
-                atomic_store_explicit(&p->where[pack_slot(w)], sched_getcpu(),
+                atomic_store_explicit(&p->where[w->share.slot], sched_getcpu(),
                                       memory_order_relaxed);
                 /* A first sample now, so that a worker that roams soon
                  * has a window behind it to judge. */
@@ -691,7 +694,7 @@ void pc__share_check(struct pc_worker *w, uint64_t now)
         s->wait_ns = (uint64_t)d;
         s->at_ns = now;
         if (w->pack)
-                atomic_store_explicit(&w->pack->where[pack_slot(w)], sched_getcpu(),
+                atomic_store_explicit(&w->pack->where[s->slot], sched_getcpu(),
                                       memory_order_relaxed);
         if (s->forever) {
                 pack_tick(w, now);
@@ -718,7 +721,7 @@ void pc__share_stop(struct pc_worker *w)
         if (w->share.roaming)
                 pin_home(w); /* the thread leaves as its launcher pinned it */
         if (w->pack)
-                atomic_store_explicit(&w->pack->tid[pack_slot(w)], 0, memory_order_relaxed);
+                atomic_store_explicit(&w->pack->tid[w->share.slot], 0, memory_order_relaxed);
         if (w->share.fd >= 0)
                 close(w->share.fd);
         w->share.fd = -1;

@@ -85,7 +85,7 @@ static void judge(unsigned n, const double *busy, const double *mine, const char
                 p[c] = pinned && pinned[c] == 'p';
                 l[c] = left[c] == '1';
         }
-        assert_int_equal(pc__pack_judge(n, b, m, p, (uint64_t)(roam * (double)W), W, l), want);
+        assert_int_equal(pc__pack_judge(n, b, m, p, (uint64_t)(roam * (double)W), W, l, NULL), want);
         for (unsigned c = 0; c < n; c++)
                 left[c] = l[c] ? '1' : '0';
         assert_string_equal(left, after);
@@ -122,8 +122,8 @@ static void test_pack_judge_two(void **state)
                 const bool none[2] = {false, false};
                 bool l2[2] = {false, false};
 
-                assert_int_equal(pc__pack_judge(2, busy, zero, none, 0, 0, l2), 0);
-                assert_int_equal(pc__pack_judge(1, busy, zero, none, 0, W, l2), 0);
+                assert_int_equal(pc__pack_judge(2, busy, zero, none, 0, 0, l2, NULL), 0);
+                assert_int_equal(pc__pack_judge(1, busy, zero, none, 0, W, l2, NULL), 0);
                 assert_false(l2[0] || l2[1]);
         }
 }
