@@ -6,6 +6,7 @@
 #include <netinet/tcp.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
@@ -26,26 +27,51 @@ struct lconn {
         char buf[LGEN_BUF];
 };
 
-struct lgen {
+/* What the client's threads share: the run, and its start. */
+struct lgen_run {
         const struct lgen_opts *o;
-        unsigned conns;
-        uint64_t duration_ns;
         const struct lgen_proto *p;
+        unsigned conns, threads;
+        uint64_t duration_ns;
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        unsigned ready; /* threads connected (or failed), under lock */
+        bool go;        /* the clock started, under lock */
+        uint64_t end_ns; /* when it stops: set with go */
+        _Atomic int err; /* the first error of any thread */
+};
+
+/* One client thread: its connections are those i with i % threads == index. */
+struct lgen {
+        struct lgen_run *run;
+        unsigned index;
         uint64_t done;
-        double server_cpu_s, client_cpu_s;
+        double client_cpu_s;
         uint64_t hist[HIST_BUCKETS];
         int err;
 };
 
-static int pin_client(const char *cpus)
+/* Thread @index of @threads on @cpus: the whole list, or (@pin_each) the
+ * list's CPU number index alone. */
+static int pin_client(const char *cpus, bool pin_each, unsigned index)
 {
-        cpu_set_t mask;
+        cpu_set_t mask, one;
+        unsigned k = 0;
         int rc;
 
         if (cpus == NULL)
                 return 0;
         rc = lgen_cpuset(cpus, &mask);
-        return rc ? rc : -pthread_setaffinity_np(pthread_self(), sizeof(mask), &mask);
+        if (rc)
+                return rc;
+        if (pin_each) {
+                CPU_ZERO(&one);
+                for (int c = 0; c < CPU_SETSIZE; c++)
+                        if (CPU_ISSET(c, &mask) && k++ == index % (unsigned)CPU_COUNT(&mask))
+                                CPU_SET(c, &one);
+                mask = one;
+        }
+        return -pthread_setaffinity_np(pthread_self(), sizeof(mask), &mask);
 }
 
 /* user_data of a completion: the connection, and which operation. */
@@ -98,9 +124,11 @@ static int arm_recv(struct lring *lr, struct lconn *c, unsigned i)
 static int next_request(struct lgen *g, struct lring *lr, struct lconn *c, unsigned i,
                         uint64_t *seed)
 {
+        const struct lgen_proto *p = g->run->p;
         int rc;
 
-        lr->req_len[i] = g->p->request(g->p->ctx, i, seed, lr->req[i], sizeof(lr->req[i]));
+        lr->req_len[i] = p->request(p->ctx, g->index + i * g->run->threads, seed, lr->req[i],
+                                    sizeof(lr->req[i]));
         lr->req_off[i] = 0;
         c->got = 0;
         c->sent_ns = pc_now_ns();
@@ -122,38 +150,54 @@ static int complete(struct lgen *g, struct lring *lr, struct lconn *c, unsigned 
         if (res <= 0)
                 return res == -EINTR || res == -EAGAIN ? arm_recv(lr, c, i) : -EPIPE;
         c->got += (size_t)res;
-        if (!g->p->reply_done(g->p->ctx, i, c->buf, c->got))
+        if (!g->run->p->reply_done(g->run->p->ctx, g->index + i * g->run->threads, c->buf,
+                                   c->got))
                 return c->got == sizeof(c->buf) ? -EPROTO : arm_recv(lr, c, i);
         g->done++;
         g->hist[hist_bucket(pc_now_ns() - c->sent_ns)]++;
         return next_request(g, lr, c, i, seed);
 }
 
+/* Set the run's first error (the later ones say less). */
+static void run_fail(struct lgen_run *r, int err)
+{
+        int none = 0;
+
+        atomic_compare_exchange_strong(&r->err, &none, err);
+}
+
 /*
- * The client: one io_uring for every connection, one request in flight on
- * each. A reply's completion queues the connection's next send and recv;
- * all of them go to the kernel in one io_uring_enter that also waits for
- * the next completions, so the client spends about one system call per
- * batch of requests, not three per request as a plain epoll loop does.
- * Its TCP work per request (its send runs the server socket's receive
- * too) stays about a server's, which is why its CPU is reported.
+ * A client thread: one io_uring for its connections, one request in
+ * flight on each. A reply's completion queues the connection's next send
+ * and recv; all of them go to the kernel in one io_uring_enter that also
+ * waits for the next completions, so the thread spends about one system
+ * call per batch of requests, not three per request as a plain epoll loop
+ * does. Its TCP work per request (its send runs the server socket's
+ * receive too) stays about a server's, which is why its CPU is reported.
+ * Every thread connects and sends its first requests, then waits for the
+ * others and the clock; a thread that failed still says it is ready, and
+ * then no thread runs.
  */
 static void *lgen_thread(void *arg)
 {
         struct lgen *g = arg;
-        struct lconn *c = calloc(g->conns, sizeof(*c));
+        struct lgen_run *r = g->run;
+        unsigned conns = r->conns / r->threads + (g->index < r->conns % r->threads);
+        struct lconn *c = calloc(conns, sizeof(*c));
         struct lring *lr = calloc(1, sizeof(*lr));
-        uint64_t end, seed = 0x9E3779B97F4A7C15ull;
-        double cpu0, ccpu0;
+        uint64_t seed = 0x9E3779B97F4A7C15ull + g->index * 0xD1B54A32D192ED03ull;
+        double ccpu0;
         bool ring = false;
 
         if (c == NULL || lr == NULL) {
                 g->err = -ENOMEM;
-                goto out;
+                goto ready;
         }
-        g->err = pin_client(g->o->cpus);
+        for (unsigned i = 0; i < conns; i++)
+                c[i].fd = -1;
+        g->err = pin_client(r->o->cpus, r->o->pin_each, g->index);
         if (g->err)
-                goto out;
+                goto ready;
         /* Task work deferred to the client's own io_uring_enter (6.1),
          * where the kernel has it: the client then costs every server the
          * same, less, and no IPI interrupts it per reply. */
@@ -162,26 +206,35 @@ static void *lgen_thread(void *arg)
         if (g->err == -EINVAL)
                 g->err = io_uring_queue_init(RING_ENTRIES, &lr->ring, 0);
         if (g->err)
-                goto out;
+                goto ready;
         ring = true;
-        for (unsigned i = 0; i < g->conns; i++) {
-                struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(g->o->port)};
+        for (unsigned i = 0; i < conns; i++) {
+                struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(r->o->port)};
                 int one = 1;
 
                 sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
                 c[i].fd = socket(AF_INET, SOCK_STREAM, 0);
                 if (c[i].fd < 0 || connect(c[i].fd, (struct sockaddr *)&sa, sizeof(sa))) {
                         g->err = -errno;
-                        goto out;
+                        goto ready;
                 }
                 setsockopt(c[i].fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
                 if ((g->err = next_request(g, lr, &c[i], i, &seed)) != 0)
-                        goto out;
+                        goto ready;
         }
-        cpu0 = proc_cpu_s(g->o->server_pid);
+ready:
+        if (g->err)
+                run_fail(r, g->err);
+        pthread_mutex_lock(&r->lock);
+        r->ready++;
+        pthread_cond_broadcast(&r->cond);
+        while (!r->go)
+                pthread_cond_wait(&r->cond, &r->lock);
+        pthread_mutex_unlock(&r->lock);
+        if (atomic_load(&r->err))
+                goto out;
         ccpu0 = thread_cpu_s();
-        end = pc_now_ns() + g->duration_ns;
-        while (pc_now_ns() < end) {
+        while (pc_now_ns() < r->end_ns) {
                 struct __kernel_timespec ts = {.tv_nsec = 100000000};
                 struct io_uring_cqe *cqe;
                 unsigned head, seen = 0;
@@ -207,14 +260,11 @@ static void *lgen_thread(void *arg)
                 if (g->err)
                         goto out;
         }
-        g->server_cpu_s = proc_cpu_s(g->o->server_pid) - cpu0;
-        if (cpu0 < 0 || g->server_cpu_s < 0)
-                g->server_cpu_s = -1;
         g->client_cpu_s = thread_cpu_s() - ccpu0;
 out:
         /* Closing the sockets ends what is still armed; then the ring goes. */
-        for (unsigned i = 0; c && i < g->conns; i++)
-                if (c[i].fd > 0)
+        for (unsigned i = 0; c && i < conns; i++)
+                if (c[i].fd >= 0)
                         close(c[i].fd);
         if (ring)
                 io_uring_queue_exit(&lr->ring);
@@ -225,26 +275,64 @@ out:
 
 int lgen_run(const struct lgen_opts *o, struct lgen_result *out)
 {
-        struct lgen *g = calloc(1, sizeof(*g));
-        pthread_t t;
+        unsigned threads = o->threads ? o->threads : 1, started = 0;
+        struct lgen_run r = {.o = o, .p = o->p, .threads = threads};
+        pthread_t tid[LGEN_MAX_THREADS];
+        struct lgen *g;
+        double cpu0, cpu1;
         int rc;
 
+        r.conns = o->conns > LGEN_MAX_CONNS ? LGEN_MAX_CONNS : o->conns;
+        r.duration_ns = (uint64_t)(o->seconds * 1e9);
+        if (threads > LGEN_MAX_THREADS || threads > r.conns)
+                return -ERANGE;
+        g = calloc(threads, sizeof(*g));
         if (g == NULL)
                 return -ENOMEM;
-        g->o = o;
-        g->conns = o->conns > LGEN_MAX_CONNS ? LGEN_MAX_CONNS : o->conns;
-        g->duration_ns = (uint64_t)(o->seconds * 1e9);
-        g->p = o->p;
-        if (pthread_create(&t, NULL, lgen_thread, g) != 0) {
-                free(g);
-                return -EAGAIN;
+        pthread_mutex_init(&r.lock, NULL);
+        pthread_cond_init(&r.cond, NULL);
+        for (; started < threads; started++) {
+                g[started] = (struct lgen){.run = &r, .index = started};
+                if (pthread_create(&tid[started], NULL, lgen_thread, &g[started]) != 0) {
+                        run_fail(&r, -EAGAIN);
+                        break;
+                }
         }
-        pthread_join(t, NULL);
-        rc = g->err;
-        out->done = g->done;
-        out->p99_us = hist_quantile(g->hist, g->done, 0.99) / 1e3;
-        out->server_cpu_s = g->server_cpu_s;
-        out->client_cpu_s = g->client_cpu_s;
+        /* Every started thread connected (or failed): the clock starts. */
+        pthread_mutex_lock(&r.lock);
+        while (r.ready < started)
+                pthread_cond_wait(&r.cond, &r.lock);
+        cpu0 = proc_cpu_s(o->server_pid);
+        r.end_ns = pc_now_ns() + r.duration_ns;
+        r.go = true;
+        pthread_cond_broadcast(&r.cond);
+        pthread_mutex_unlock(&r.lock);
+        /* The server's CPU over the threads' timed part: to the clock's end,
+         * not past their closes (no wait when no thread runs). */
+        for (uint64_t now; !atomic_load(&r.err) && (now = pc_now_ns()) < r.end_ns;) {
+                struct timespec ts = {.tv_sec = (time_t)((r.end_ns - now) / 1000000000u),
+                                      .tv_nsec = (long)((r.end_ns - now) % 1000000000u)};
+
+                nanosleep(&ts, NULL);
+        }
+        cpu1 = proc_cpu_s(o->server_pid);
+        memset(out, 0, sizeof(*out));
+        for (unsigned i = 0; i < started; i++) {
+                pthread_join(tid[i], NULL);
+                if (g[i].err)
+                        run_fail(&r, g[i].err);
+                out->done += g[i].done;
+                out->client_cpu_s += g[i].client_cpu_s;
+                for (unsigned b = 0; b < HIST_BUCKETS; b++)
+                        g[0].hist[b] += i ? g[i].hist[b] : 0;
+        }
+        out->server_cpu_s = cpu1 - cpu0;
+        if (cpu0 < 0 || out->server_cpu_s < 0)
+                out->server_cpu_s = -1;
+        out->p99_us = hist_quantile(g[0].hist, out->done, 0.99) / 1e3;
+        rc = atomic_load(&r.err);
+        pthread_cond_destroy(&r.cond);
+        pthread_mutex_destroy(&r.lock);
         free(g);
         return rc;
 }
@@ -258,29 +346,48 @@ static void cpu_list(const int *cpus, unsigned n, char *buf, size_t len)
                 off += (size_t)snprintf(buf + off, len - off, "%s%d", i ? "," : "", cpus[i]);
 }
 
-int lgen_place(unsigned workers, bool apart, struct lgen_place *out)
+int lgen_layout(const int *cpus, unsigned n, unsigned workers, bool apart,
+                struct lgen_place *out)
 {
-        int cpus[LGEN_MAX_SERVER + 1];
-        unsigned n = 0, first = apart ? 1 : 0;
-        cpu_set_t set;
+        unsigned client = 0;
 
-        if (sched_getaffinity(0, sizeof(set), &set))
-                return -errno;
-        for (int c = 0; c < CPU_SETSIZE && n < LGEN_MAX_SERVER + 1; c++)
-                if (CPU_ISSET(c, &set))
-                        cpus[n++] = c;
-        if (workers == 0 || workers > LGEN_MAX_SERVER || n < workers + first)
+        if (workers == 0 || workers > LGEN_MAX_SERVER || n < workers + apart)
                 return -ERANGE;
         memset(out, 0, sizeof(*out));
         out->workers = workers;
         out->apart = apart;
-        memcpy(out->cpus, cpus + first, workers * sizeof(int));
+        if (apart) {
+                client = n - workers < workers ? n - workers : workers;
+                if (client > LGEN_MAX_THREADS)
+                        client = LGEN_MAX_THREADS;
+                out->client_threads = client;
+        } else {
+                out->client_threads = (workers + 1) / 2;
+        }
+        memcpy(out->cpus, cpus + client, workers * sizeof(int));
         cpu_list(out->cpus, workers, out->server_cpus, sizeof(out->server_cpus));
         if (apart)
-                cpu_list(cpus, 1, out->client_cpus, sizeof(out->client_cpus));
+                cpu_list(cpus, client, out->client_cpus, sizeof(out->client_cpus));
         else
                 memcpy(out->client_cpus, out->server_cpus, sizeof(out->client_cpus));
+        out->conns = out->client_threads <= 2 ? LGEN_CONNS : 32 * out->client_threads;
+        if (out->conns > LGEN_MAX_CONNS)
+                out->conns = LGEN_MAX_CONNS;
         return 0;
+}
+
+int lgen_place(unsigned workers, bool apart, struct lgen_place *out)
+{
+        int cpus[2 * LGEN_MAX_SERVER];
+        unsigned n = 0;
+        cpu_set_t set;
+
+        if (sched_getaffinity(0, sizeof(set), &set))
+                return -errno;
+        for (int c = 0; c < CPU_SETSIZE && n < 2 * LGEN_MAX_SERVER; c++)
+                if (CPU_ISSET(c, &set))
+                        cpus[n++] = c;
+        return lgen_layout(cpus, n, workers, apart, out);
 }
 
 int lgen_cpuset(const char *list, cpu_set_t *out)

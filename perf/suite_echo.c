@@ -16,11 +16,12 @@
  *                 of the bench, one pinned thread a worker, one recv and
  *                 one send a request.
  *
- * Cases: "shared", the client thread on the server's own CPUs, and "apart",
- * the client on a CPU of its own and the server on the next ones (skipped
+ * Cases: "shared", the client on the server's own CPUs, and "apart", the
+ * client on CPUs of its own and the server on the next ones (skipped
  * where the machine has too few CPUs); each at 1 and 2 workers (or
  * --workers). The client is the bench's io_uring generator (lgen.c), the
- * same for every side. Each run reports requests per second, the client's
+ * same for every side, with the threads and connections lgen_place()
+ * gives the case: on two CPUs one thread and 64 connections. Each run reports requests per second, the client's
  * p99 and requests per server CPU-second (the server process's user +
  * system time over the timed part).
  */
@@ -38,7 +39,6 @@
 #include "peers/tokio_echo.h"
 
 #define REQ 64
-#define CONNS 64
 
 static size_t echo_request(void *ctx, unsigned conn, uint64_t *seed, char *buf, size_t cap)
 {
@@ -67,7 +67,7 @@ static double report(const struct bench_opts *o, const struct lgen_result *r)
         if (r->server_cpu_s > 0)
                 bench_extra("requests_per_server_cpu_sec", "req/cpu-s", false,
                             (double)r->done / r->server_cpu_s);
-        /* Near 1, the one client thread was the bound, not the server. */
+        /* Near its threads' count, the client was the bound, not the server. */
         bench_extra_info("client_cpu_per_sec", "cpu-s/s", r->client_cpu_s / o->duration);
         return (double)r->done / o->duration;
 }
@@ -76,10 +76,12 @@ static struct lgen_opts load(const struct bench_opts *o, const struct lgen_place
                              uint16_t port, pid_t pid)
 {
         return (struct lgen_opts){.port = port,
-                                  .conns = CONNS,
+                                  .conns = k->conns,
                                   .seconds = o->duration,
                                   .p = &echo_proto,
                                   .cpus = k->client_cpus,
+                                  .threads = k->client_threads,
+                                  .pin_each = k->apart,
                                   .server_pid = pid};
 }
 

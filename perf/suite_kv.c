@@ -8,11 +8,12 @@
  * sides alternated round by round. Every key of a fixed key space is
  * stored first (one pipelined connection, not timed); then 64 connections
  * send gets and sets at random keys, nine gets to one set, one request in
- * flight per connection. Cases: 32-byte and 1 KB values, at 1 and 2
- * workers (or --workers); with 2 workers pc-kv's shards split the keys, so
- * half the requests of a connection go to the other worker's shard by
- * pc_call(). The client runs on a CPU of its own where one is left
- * ("-apart"), on the server's CPUs otherwise ("-shared"). Each run also
+ * flight per connection (a case on many CPUs gives the client more
+ * threads and connections: lgen_place()). Cases: 32-byte and 1 KB
+ * values, at 1 and 2 workers (or --workers); with 2 workers pc-kv's shards
+ * split the keys, so half the requests of a connection go to the other
+ * worker's shard by pc_call(). The client runs on CPUs of its own where
+ * they are left ("-apart"), on the server's CPUs otherwise ("-shared"). Each run also
  * reports the 99th percentile latency (p99_us) the client saw and the
  * operations per CPU second the server process used
  * (ops_per_server_cpu_sec, from /proc/PID/stat over the timed part): where
@@ -21,7 +22,8 @@
  *
  * The "slap-" cases drive the same servers with a client nobody here
  * wrote, as memcached's users measure one: libmemcached's memcaslap
- * (Debian's libmemcached-tools), one thread, 64 connections, its own mix
+ * (Debian's libmemcached-tools), the case's client threads and connections
+ * (one and 64 on two CPUs), its own mix
  * of nine gets to one set over its own 64-byte keys (control and high
  * bytes among them) and 1 KB values, on the client CPUs named above; the
  * figure is the operations per second memcaslap prints. They are skipped,
@@ -45,7 +47,6 @@
 #include "lat.h"
 #include "lgen.h"
 
-#define KV_CONNS 64
 #define KV_KEYS 10000
 
 /* One case: value size and where the server and client run. */
@@ -178,8 +179,8 @@ static const char *slap_path(void)
 static double slap_run(const struct bench_opts *o, const struct kv_case *k, uint16_t port,
                        pid_t pid)
 {
-        char srv[32], secs[16], conns[16], value[16], out[4096];
-        char *argv[] = {(char *)slap_path(), "-s", srv, "-T", "1", "-c", conns, "-X", value,
+        char srv[32], secs[16], threads[16], conns[16], value[16], out[4096];
+        char *argv[] = {(char *)slap_path(), "-s", srv, "-T", threads, "-c", conns, "-X", value,
                         "-t", secs, NULL};
         int n = o->duration < 1 ? 1 : (int)(o->duration + 0.5), fd, status;
         double cpu0 = proc_cpu_s(pid), cpu1, client_s, ops, tps, run_s, gets, misses;
@@ -187,7 +188,8 @@ static double slap_run(const struct bench_opts *o, const struct kv_case *k, uint
 
         snprintf(srv, sizeof(srv), "127.0.0.1:%u", port);
         snprintf(secs, sizeof(secs), "%ds", n);
-        snprintf(conns, sizeof(conns), "%u", KV_CONNS);
+        snprintf(threads, sizeof(threads), "%u", k->place.client_threads);
+        snprintf(conns, sizeof(conns), "%u", k->place.conns);
         snprintf(value, sizeof(value), "%u", k->value);
         slap = child_spawn_read(argv, NULL, k->place.client_cpus, &fd);
         if (slap < 0)
@@ -245,10 +247,12 @@ static double kv_run(const struct bench_opts *o, enum pc_mode mode, unsigned *wo
                 rc = kv_preload(port, k->value);
         if (rc == 0) {
                 struct lgen_opts lo = {.port = port,
-                                       .conns = KV_CONNS,
+                                       .conns = k->place.conns,
                                        .seconds = o->duration,
                                        .p = &proto,
                                        .cpus = k->place.client_cpus,
+                                       .threads = k->place.client_threads,
+                                       .pin_each = k->place.apart,
                                        .server_pid = pid};
 
                 memset(kv_is_get, 0, sizeof(kv_is_get));
@@ -261,7 +265,7 @@ static double kv_run(const struct bench_opts *o, enum pc_mode mode, unsigned *wo
         if (res.server_cpu_s > 0)
                 bench_extra("ops_per_server_cpu_sec", "ops/cpu-s", false,
                             (double)res.done / res.server_cpu_s);
-        /* Near 1, the one client thread was the bound, not the server. */
+        /* Near its threads' count, the client was the bound, not the server. */
         bench_extra_info("client_cpu_per_sec", "cpu-s/s", res.client_cpu_s / o->duration);
         return (double)res.done / o->duration;
 }
