@@ -173,6 +173,21 @@ void bench_info(const char *suite, const char *json, const char *text)
         infos[i].text = text ? strdup(text) : NULL;
 }
 
+void bench_info_of(const char *suite, const char *members, const char *title,
+                   const char *lines)
+{
+        size_t jn = strlen(members) + 3, tn = strlen(title) + strlen(lines) + 4;
+        char *json = malloc(jn), *text = malloc(tn);
+
+        if (json && text) {
+                snprintf(json, jn, "{%s}", members);
+                snprintf(text, tn, "%s\n  %s", title, lines);
+                bench_info(suite, json, text);
+        }
+        free(json);
+        free(text);
+}
+
 void bench_set_floor(const char *suite, const char *kase, const char *mode)
 {
         for (unsigned i = 0; i < nrecords; i++)

@@ -205,6 +205,12 @@ unsigned bench_ratios(const struct bench_record *recs, unsigned n, struct bench_
  */
 void bench_info(const char *suite, const char *json, const char *text);
 
+/* bench_info() of an object made of @members (JSON members, "a": 1, ...)
+ * and a text of @title, then @lines (lines after the first indented by
+ * two spaces), indented under it. Main thread only. */
+void bench_info_of(const char *suite, const char *members, const char *title,
+                   const char *lines);
+
 /* The median of a record's finite values (NAN when none), how many there
  * are, and whether two records are in one row (suite, case, metric,
  * workers). */

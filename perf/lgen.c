@@ -6,6 +6,7 @@
 #include <netinet/tcp.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,8 +36,8 @@ struct lgen_run {
         uint64_t duration_ns;
         pthread_mutex_t lock;
         pthread_cond_t cond;
-        unsigned ready; /* threads connected (or failed), under lock */
-        bool go;        /* the clock started, under lock */
+        unsigned ready;  /* threads connected (or failed), under lock */
+        bool go;         /* the clock started, under lock */
         uint64_t end_ns; /* when it stops: set with go */
         _Atomic int err; /* the first error of any thread */
 };
@@ -67,7 +68,8 @@ static int pin_client(const char *cpus, bool pin_each, unsigned index)
         if (pin_each) {
                 CPU_ZERO(&one);
                 for (int c = 0; c < CPU_SETSIZE; c++)
-                        if (CPU_ISSET(c, &mask) && k++ == index % (unsigned)CPU_COUNT(&mask))
+                        if (CPU_ISSET(c, &mask) &&
+                            k++ == index % (unsigned)CPU_COUNT(&mask))
                                 CPU_SET(c, &one);
                 mask = one;
         }
@@ -127,8 +129,8 @@ static int next_request(struct lgen *g, struct lring *lr, struct lconn *c, unsig
         const struct lgen_proto *p = g->run->p;
         int rc;
 
-        lr->req_len[i] = p->request(p->ctx, g->index + i * g->run->threads, seed, lr->req[i],
-                                    sizeof(lr->req[i]));
+        lr->req_len[i] = p->request(p->ctx, g->index + i * g->run->threads, seed,
+                                    lr->req[i], sizeof(lr->req[i]));
         lr->req_off[i] = 0;
         c->got = 0;
         c->sent_ns = pc_now_ns();
@@ -209,7 +211,8 @@ static void *lgen_thread(void *arg)
                 goto ready;
         ring = true;
         for (unsigned i = 0; i < conns; i++) {
-                struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(r->o->port)};
+                struct sockaddr_in sa = {.sin_family = AF_INET,
+                                         .sin_port = htons(r->o->port)};
                 int one = 1;
 
                 sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -388,6 +391,71 @@ int lgen_place(unsigned workers, bool apart, struct lgen_place *out)
                 if (CPU_ISSET(c, &set))
                         cpus[n++] = c;
         return lgen_layout(cpus, n, workers, apart, out);
+}
+
+/* snprintf() at @buf's end, never past @len. */
+static void append(char *buf, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void append(char *buf, size_t len, const char *fmt, ...)
+{
+        size_t used = strnlen(buf, len);
+        va_list ap;
+
+        if (used + 1 >= len)
+                return;
+        va_start(ap, fmt);
+        vsnprintf(buf + used, len - used, fmt, ap);
+        va_end(ap);
+}
+
+/* CPU list @list as ranges ("0-7,9") into @out, for a short line. */
+static void cpu_ranges(const char *list, char *out, size_t len)
+{
+        cpu_set_t set;
+        int first = -1;
+
+        out[0] = '\0';
+        if (lgen_cpuset(list, &set)) {
+                snprintf(out, len, "%s", list);
+                return;
+        }
+        for (int c = 0; c <= CPU_SETSIZE; c++) {
+                bool in = c < CPU_SETSIZE && CPU_ISSET(c, &set);
+
+                if (in && first < 0)
+                        first = c;
+                if (!in && first >= 0) {
+                        if (first == c - 1)
+                                append(out, len, "%s%d", out[0] ? "," : "", first);
+                        else
+                                append(out, len, "%s%d-%d", out[0] ? "," : "", first, c - 1);
+                        first = -1;
+                }
+        }
+}
+
+void lgen_place_note(const struct lgen_place *k, const char *kase, char *json,
+                     size_t jlen, char *text, size_t tlen)
+{
+        char server[128], client[128];
+
+        append(json, jlen,
+               "%s\"%s/%u\": {\"server_cpus\": \"%s\", \"client_cpus\": \"%s\", "
+               "\"client_threads\": %u, \"conns\": %u, \"client_apart\": %s}",
+               json[0] ? ", " : "", kase, k->workers, k->server_cpus, k->client_cpus,
+               k->client_threads, k->conns, k->apart ? "true" : "false");
+        cpu_ranges(k->server_cpus, server, sizeof(server));
+        cpu_ranges(k->client_cpus, client, sizeof(client));
+        append(text, tlen, "%s%s, %u worker%s: server CPU%s %s; client %u thread%s on ",
+               text[0] ? "\n  " : "", kase, k->workers, k->workers == 1 ? "" : "s",
+               strchr(k->server_cpus, ',') ? "s" : "", server, k->client_threads,
+               k->client_threads == 1 ? "" : "s");
+        if (k->apart)
+                append(text, tlen, "its own CPU%s %s", strchr(k->client_cpus, ',') ? "s" : "",
+                       client);
+        else
+                append(text, tlen, "the same");
+        append(text, tlen, ", %u connections", k->conns);
 }
 
 int lgen_cpuset(const char *list, cpu_set_t *out)

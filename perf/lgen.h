@@ -67,6 +67,17 @@ int lgen_place(unsigned workers, bool apart, struct lgen_place *out);
 int lgen_layout(const int *cpus, unsigned n, unsigned workers, bool apart,
                 struct lgen_place *out);
 
+/*
+ * Append case @kase's layout to @json (members of a JSON object, each
+ * "KASE/WORKERS": {server and client CPUs, client threads, connections},
+ * comma-separated) and to @text (a line each, for under the table):
+ * what a suite passes to bench_info() so a run on another machine says
+ * what its client was. Either stops short rather than overflow its
+ * @len. Pure; any thread.
+ */
+void lgen_place_note(const struct lgen_place *k, const char *kase, char *json,
+                     size_t jlen, char *text, size_t tlen);
+
 /* Parse CPU list @list ("0-1,3") into @out: 0, or -EINVAL / -ERANGE as
  * pc_cpulist_parse(). Any thread. */
 int lgen_cpuset(const char *list, cpu_set_t *out);
@@ -77,9 +88,9 @@ struct lgen_opts {
         unsigned conns;    /* at most LGEN_MAX_CONNS */
         double seconds;
         const struct lgen_proto *p;
-        const char *cpus;  /* CPU list the client's threads run on ("0", "0-1"); NULL: any */
-        unsigned threads;  /* client threads, the connections shared out in turn (0: one) */
-        bool pin_each;     /* thread i on the list's i-th CPU alone (apart), not all of it */
+        const char *cpus;  /* CPUs of the client's threads ("0", "0-1"); NULL: any */
+        unsigned threads;  /* client threads, the connections dealt out in turn (0: 1) */
+        bool pin_each;     /* thread i on the list's i-th CPU alone, not the whole list */
         pid_t server_pid;  /* the server's process, whose CPU time is read */
 };
 

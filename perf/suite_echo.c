@@ -21,9 +21,9 @@
  * where the machine has too few CPUs); each at 1 and 2 workers (or
  * --workers). The client is the bench's io_uring generator (lgen.c), the
  * same for every side, with the threads and connections lgen_place()
- * gives the case: on two CPUs one thread and 64 connections. Each run reports requests per second, the client's
- * p99 and requests per server CPU-second (the server process's user +
- * system time over the timed part).
+ * gives the case: on two CPUs one thread and 64 connections. Each run reports requests
+ * per second, the client's p99 and requests per server CPU-second (the server process's
+ * user + system time over the timed part).
  */
 #include <errno.h>
 #include <signal.h>
@@ -218,6 +218,7 @@ int suite_echo(const struct bench_opts *o)
 {
         static const char *const kases[] = {"tcp64-shared", "tcp64-apart"};
         static struct lgen_place cases[2][2];
+        static char json[2048], text[2048];
         unsigned counts[2] = {1, 2}, ncounts = o->workers ? 1 : 2;
         struct bench_side sides[6];
         unsigned n = 0;
@@ -244,12 +245,15 @@ int suite_echo(const struct bench_opts *o)
                         }
                         for (unsigned i = 0; i < n; i++)
                                 sides[i].ctx = k;
+                        lgen_place_note(k, kases[a], json, sizeof(json), text,
+                                        sizeof(text));
                         rc = bench_compare(o, "echo", kases[a], "requests_per_sec", "req/s",
                                            false, sides, n);
                         if (rc)
                                 return rc;
                 }
         }
+        bench_info_of("echo", json, "the client (perf/lgen.c) in each case:", text);
         return 0;
 }
 

@@ -180,8 +180,8 @@ static double slap_run(const struct bench_opts *o, const struct kv_case *k, uint
                        pid_t pid)
 {
         char srv[32], secs[16], threads[16], conns[16], value[16], out[4096];
-        char *argv[] = {(char *)slap_path(), "-s", srv, "-T", threads, "-c", conns, "-X", value,
-                        "-t", secs, NULL};
+        char *argv[] = {(char *)slap_path(), "-s", srv, "-T", threads, "-c", conns,
+                        "-X", value, "-t", secs, NULL};
         int n = o->duration < 1 ? 1 : (int)(o->duration + 0.5), fd, status;
         double cpu0 = proc_cpu_s(pid), cpu1, client_s, ops, tps, run_s, gets, misses;
         pid_t slap;
@@ -292,6 +292,7 @@ int suite_kv(const struct bench_opts *o)
         static const unsigned values[] = {32, 1024, 1024};
         static struct kv_case cases[3][2];
         static struct kv_side pc[3], mc;
+        static char json[2048], text[2048];
         unsigned counts[2] = {1, 2}, ncounts = o->workers ? 1 : 2;
         struct bench_side sides[4];
         unsigned n = 0;
@@ -335,6 +336,11 @@ int suite_kv(const struct bench_opts *o)
                         }
                         snprintf(kase, sizeof(k->name), "%sv%s-%s", k->slap ? "slap-" : "",
                                  v ? "1k" : "32", k->place.apart ? "apart" : "shared");
+                        /* Every value size places the client alike. */
+                        if (v == 0)
+                                lgen_place_note(&k->place,
+                                                k->place.apart ? "apart" : "shared", json,
+                                                sizeof(json), text, sizeof(text));
                         for (unsigned i = 0; i < n; i++)
                                 ((struct kv_side *)sides[i].ctx)->k = k;
                         rc = bench_compare(o, "kv", kase, "ops_per_sec", "ops/s", false, sides,
@@ -343,5 +349,9 @@ int suite_kv(const struct bench_opts *o)
                                 return rc;
                 }
         }
+        bench_info_of("kv", json,
+                      "the client (perf/lgen.c; memcaslap's -T and -c the same in the "
+                      "slap- cases):",
+                      text);
         return 0;
 }

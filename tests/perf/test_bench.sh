@@ -323,6 +323,19 @@ if suite == "kv" and "memcached" in " ".join(sorted(peers)):
     elif slap:
         bad.append(f"kv: slap- records without memcaslap: {sorted(slap)}")
 
+# echo and kv: where each case put the client, for a run read elsewhere.
+if suite in ("echo", "kv") and rows:
+    place = doc.get("info", {}).get(suite)
+    if not isinstance(place, dict) or not place:
+        bad.append(f"no info.{suite} with the client's layout: {doc.get('info')}")
+    else:
+        for case, p in place.items():
+            if not (isinstance(p, dict) and isinstance(p.get("client_threads"), int) and
+                    1 <= p["client_threads"] <= p.get("conns", 0) and
+                    isinstance(p.get("client_apart"), bool) and p.get("server_cpus") and
+                    p.get("client_cpus")):
+                bad.append(f"info.{suite}.{case} incomplete: {p}")
+
 for b in bad:
     print("FAIL json:", b)
 if not bad:

@@ -86,6 +86,36 @@ static void test_layout_sparse_cpus(void **state)
         assert_int_equal(p.client_threads, 2);
 }
 
+static void test_place_note(void **state)
+{
+        static const int sparse[] = {1, 3, 5, 7, 9};
+        struct lgen_place p, q;
+        char json[1024] = "", text[1024] = "", small[24] = "", tiny[24] = "";
+
+        (void)state;
+        assert_int_equal(lgen_layout(seq_cpus, 16, 8, true, &p), 0);
+        assert_int_equal(lgen_layout(sparse, 5, 2, false, &q), 0);
+        lgen_place_note(&p, "apart", json, sizeof(json), text, sizeof(text));
+        lgen_place_note(&q, "shared", json, sizeof(json), text, sizeof(text));
+        assert_string_equal(json, "\"apart/8\": {\"server_cpus\": \"8,9,10,11,12,13,14,15\", "
+                                  "\"client_cpus\": \"0,1,2,3,4,5,6,7\", "
+                                  "\"client_threads\": 8, \"conns\": 256, "
+                                  "\"client_apart\": true}, \"shared/2\": {\"server_cpus\": "
+                                  "\"1,3\", \"client_cpus\": \"1,3\", \"client_threads\": 1, "
+                                  "\"conns\": 64, \"client_apart\": false}");
+        assert_string_equal(text,
+                            "apart, 8 workers: server CPUs 8-15; client 8 threads on "
+                            "its own CPUs 0-7, 256 connections\n  shared, 2 workers: "
+                            "server CPUs 1,3; client 1 thread on the same, "
+                            "64 connections");
+        /* Short buffers: cut, terminated, and a later note adds nothing. */
+        lgen_place_note(&p, "apart", small, sizeof(small), tiny, sizeof(tiny));
+        lgen_place_note(&p, "apart", small, sizeof(small), tiny, sizeof(tiny));
+        assert_int_equal(strlen(small), sizeof(small) - 1);
+        assert_int_equal(strlen(tiny), sizeof(tiny) - 1);
+        assert_memory_equal(tiny, "apart, 8 workers: serve", sizeof(tiny));
+}
+
 /* ---- runs against an echo server of the test's own ----------------------- */
 
 #define REQ 48
@@ -302,6 +332,7 @@ int main(void)
                 cmocka_unit_test(test_layout_two_cpus),
                 cmocka_unit_test(test_layout_many_cpus),
                 cmocka_unit_test(test_layout_sparse_cpus),
+                cmocka_unit_test(test_place_note),
                 cmocka_unit_test(test_run_one_thread),
                 cmocka_unit_test(test_run_threads_uneven),
                 cmocka_unit_test(test_run_threads_pinned_each),
