@@ -326,8 +326,8 @@ int lgen_run(const struct lgen_opts *o, struct lgen_result *out)
                         run_fail(&r, g[i].err);
                 out->done += g[i].done;
                 out->client_cpu_s += g[i].client_cpu_s;
-                for (unsigned b = 0; b < HIST_BUCKETS; b++)
-                        g[0].hist[b] += i ? g[i].hist[b] : 0;
+                for (unsigned b = 0; i > 0 && b < HIST_BUCKETS; b++)
+                        g[0].hist[b] += g[i].hist[b]; /* every thread's, into the first's */
         }
         out->server_cpu_s = cpu1 - cpu0;
         if (cpu0 < 0 || out->server_cpu_s < 0)
@@ -411,33 +411,18 @@ static void append(char *buf, size_t len, const char *fmt, ...)
 /* CPU list @list as ranges ("0-7,9") into @out, for a short line. */
 static void cpu_ranges(const char *list, char *out, size_t len)
 {
-        cpu_set_t set;
-        int first = -1;
+        uint64_t set[CPU_SETSIZE / 64];
 
-        out[0] = '\0';
-        if (lgen_cpuset(list, &set)) {
+        if (pc_cpulist_parse(list, set, CPU_SETSIZE) < 0)
                 snprintf(out, len, "%s", list);
-                return;
-        }
-        for (int c = 0; c <= CPU_SETSIZE; c++) {
-                bool in = c < CPU_SETSIZE && CPU_ISSET(c, &set);
-
-                if (in && first < 0)
-                        first = c;
-                if (!in && first >= 0) {
-                        if (first == c - 1)
-                                append(out, len, "%s%d", out[0] ? "," : "", first);
-                        else
-                                append(out, len, "%s%d-%d", out[0] ? "," : "", first, c - 1);
-                        first = -1;
-                }
-        }
+        else
+                pc_cpulist_format(set, CPU_SETSIZE, out, len);
 }
 
 void lgen_place_note(const struct lgen_place *k, const char *kase, char *json,
                      size_t jlen, char *text, size_t tlen)
 {
-        char server[128], client[128];
+        char server[sizeof(k->server_cpus)], client[sizeof(k->client_cpus)];
 
         append(json, jlen,
                "%s\"%s/%u\": {\"server_cpus\": \"%s\", \"client_cpus\": \"%s\", "
