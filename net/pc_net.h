@@ -1,20 +1,28 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What both network backends share (DPDK's stack in pc_dpdk.h, kernel
- * sockets in pc_knet.h): the peer of a datagram, a UDP endpoint that
- * hides which backend serves it, and the TCP service API (callbacks and
- * pc_conn_* calls), so one handler, written once, runs on either; the
- * service picks the backend at run time by how it listens or connects:
- * pc_tcp_listen() / pc_tcp_connect() (pc_knet.h) on kernel sockets,
- * pc_tcp_listen_dpdk() / pc_tcp_connect_dpdk() (here) on percore's own
- * TCP over a DPDK port. Everything after that is the same calls.
+ * The service API: everything a service calls on a connection, a listener
+ * or a UDP endpoint, the same on both backends, so one handler, written
+ * once, runs on either. A backend header says only how a listener, a
+ * connection or an endpoint is made there, by one naming rule:
+ *
+ *   kernel sockets (pc_knet.h)        percore's TCP over DPDK (pc_dpdk.h)
+ *   pc_tcp_listen_kernel()            pc_tcp_listen_dpdk()
+ *   pc_tcp_serve_kernel()             pc_tcp_serve_dpdk()
+ *   pc_tcp_connect_kernel()           pc_tcp_connect_dpdk()
+ *   pc_udp_ep_bind_kernel()           pc_udp_ep_bind_dpdk()
+ *
+ * Everything after that is the calls below. Each connection carries its
+ * backend's operations, so no call here looks at which backend it is.
  */
 #ifndef PC_NET_H
 #define PC_NET_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -44,29 +52,12 @@ typedef void (*pc_udp_ep_fn)(struct pc_udp_ep *ep, const struct pc_udp_peer *fro
  * or living as long as the runtime); its fields are private.
  */
 struct pc_udp_ep {
-        int backend;  /* private: 1 kernel, 2 DPDK */
-        void *handle; /* private: the pc_kudp or the pc_port */
+        const void *ops; /* private: the backend's send */
+        void *handle;    /* private: the pc_kudp or the pc_port */
         uint16_t port;
         pc_udp_ep_fn fn;
         void *arg;
 };
-
-/**
- * Bind @ep to @addr:@port on the kernel backend (pc_kudp_bind(): one
- * SO_REUSEPORT socket per worker; @port 0 picks one).
- * Errors: as pc_kudp_bind(); -ENOTSUP when built without liburing.
- * The creating thread, before pc_runtime_run().
- */
-int pc_udp_ep_kernel(struct pc_udp_ep *ep, struct pc_runtime *rt, const char *addr,
-                     uint16_t port, pc_udp_ep_fn fn, void *arg);
-
-/**
- * Bind @ep to UDP port @udp_port of DPDK port @p's IPv4 address (our own
- * stack, pc_udp_bind()). Errors: as pc_udp_bind(); -ENOTSUP when built
- * without DPDK. The creating thread, before pc_runtime_run().
- */
-int pc_udp_ep_dpdk(struct pc_udp_ep *ep, struct pc_port *p, uint16_t udp_port, pc_udp_ep_fn fn,
-                   void *arg);
 
 /**
  * Send @len bytes from @ep's port to @to, batched by the backend with the
@@ -108,36 +99,35 @@ struct pc_tcp_callbacks {
         void (*on_writable)(struct pc_conn *c, void *arg);
 };
 
-/**
- * Listen on TCP port @port of DPDK port @p's IPv4 address with percore's
- * own TCP (net/proto/pc_tcp.h): every worker's engine listens, and a
- * connection belongs to the worker whose queue its SYN reached.
- * Errors: -EINVAL (NULL, @port 0), -EADDRINUSE, -ENOSPC (too many
- * listeners on @p), -EBUSY (runtime running), -ENOMEM, -ENOTSUP (built
- * without DPDK, or @p has an RX handler of its own instead of the stack).
- * The thread that created the runtime, before pc_runtime_run().
- */
-int pc_tcp_listen_dpdk(struct pc_port *p, uint16_t port, const struct pc_tcp_callbacks *cb,
-                       void *arg, struct pc_tcp_listener **out);
-
 /** The port @l listens on (host order). Any thread. */
 uint16_t pc_tcp_listener_port(const struct pc_tcp_listener *l);
 
 /**
- * Connect to @addr:@port (IPv4 dotted quad) through DPDK port @p from the
- * calling worker; the connection belongs to it: the source port is chosen
- * so the replies reach this worker's queue (see net/dpdk/tcp.c). The SYN
- * leaves at the end of the poller pass (after an ARP exchange if the peer
- * is not known yet). on_accept runs once connected; on failure on_close
- * runs with the error (-ECONNREFUSED, -ETIMEDOUT). *@out (may be NULL)
- * is valid until on_close returns.
- * Errors: -EINVAL, -EPERM off-worker or on another runtime's worker,
- * -EADDRNOTAVAIL (@p has no address, or no free source port), -EMFILE
- * (connection cap), -ENOMEM, -ENOTSUP (built without DPDK, or @p has an
- * RX handler of its own). Worker only.
+ * Stop accepting on @l: no new connection is accepted (on DPDK a SYN is
+ * answered with a reset; on kernel sockets the listening sockets close),
+ * open connections go on. @l stays valid (its port, stats) until the
+ * runtime is destroyed. Idempotent. Errors: -EINVAL. Any worker, or the
+ * thread that created the runtime.
  */
-int pc_tcp_connect_dpdk(struct pc_port *p, const char *addr, uint16_t port,
-                        const struct pc_tcp_callbacks *cb, void *arg, struct pc_conn **out);
+int pc_tcp_listener_close(struct pc_tcp_listener *l);
+
+/**
+ * Cap the connections open at once through @l (all workers together) at
+ * @max; 0 lifts the cap. A connection over it is accepted and closed at
+ * once with nothing sent, and counted (refused). Errors: -EINVAL.
+ * Any thread.
+ */
+int pc_tcp_listener_set_limit(struct pc_tcp_listener *l, unsigned max);
+
+/** A listener's counters, over all workers. */
+struct pc_tcp_listener_stats {
+        uint64_t accepted; /**< connections accepted and served */
+        uint64_t refused;  /**< accepted and closed over the limit */
+        uint64_t open;     /**< open now */
+};
+
+/** Read @l's counters. Errors: -EINVAL. Any thread. */
+int pc_tcp_listener_stats(const struct pc_tcp_listener *l, struct pc_tcp_listener_stats *out);
 
 /**
  * Queue @len bytes of @data to @c (copied). Sent in order, batched with
@@ -168,6 +158,95 @@ int pc_conn_close(struct pc_conn *c);
  */
 int pc_conn_linger(struct pc_conn *c);
 
+/**
+ * Queue the @n buffers of @iov to @c, in order, as one pc_conn_send()
+ * of their concatenation would (copied; all or nothing). Errors: those of
+ * pc_conn_send(), -EINVAL (@n < 0 or over IOV_MAX, a NULL base with a
+ * length). The connection's worker only.
+ */
+int pc_conn_sendv(struct pc_conn *c, const struct iovec *iov, int n);
+
+/** Called once the backend no longer needs bytes given to pc_conn_send_ref(). */
+typedef void (*pc_conn_ref_fn)(void *arg);
+
+/**
+ * Queue @len bytes at @data to @c without copying them: the caller keeps
+ * the memory unchanged until done(@arg) runs, on the connection's worker,
+ * once the backend no longer needs it: on DPDK when the peer has
+ * acknowledged the bytes (a retransmission reads them again), on kernel
+ * sockets when the kernel has taken them; and in any case when the
+ * connection ends (done runs before on_close). Sent in order with
+ * pc_conn_send()'s bytes and counted in pc_conn_buffered(). Not called
+ * when this returns an error. Errors: those of pc_conn_send(), -EINVAL
+ * for a NULL @done. The connection's worker only.
+ */
+int pc_conn_send_ref(struct pc_conn *c, const void *data, size_t len, pc_conn_ref_fn done,
+                     void *arg);
+
+/**
+ * Send what is queued, then end our direction (a FIN): the peer reads
+ * EOF, and reading @c goes on until the peer's own EOF (on_data with
+ * len 0, pc_conn_read() returning 0); the connection then ends as after
+ * pc_conn_close(). Later sends fail with -EPIPE. Idempotent.
+ * Errors: -EINVAL, -EXDEV (not the connection's worker), -EPIPE (closed).
+ * The connection's worker only.
+ */
+int pc_conn_shutdown(struct pc_conn *c);
+
+/**
+ * End @c at once with a reset, dropping what is queued: on_close follows
+ * with -ECONNABORTED. For a peer that misbehaves. Idempotent.
+ * Errors: -EINVAL, -EXDEV. The connection's worker only.
+ */
+int pc_conn_abort(struct pc_conn *c);
+
+/**
+ * Time out @c after @idle_ns without progress; 0 turns it off (the
+ * default). Reading: a pc_conn_read() that waits @idle_ns without a byte
+ * returns -ETIMEDOUT, and the connection stays usable (the caller
+ * decides); a callback connection that receives no byte for @idle_ns
+ * ends with on_close(c, -ETIMEDOUT). Writing: a pc_conn_write() that
+ * waits @idle_ns for room while the peer takes nothing returns
+ * -ETIMEDOUT; a callback connection whose queued output makes no
+ * progress for @idle_ns ends with on_close(c, -ETIMEDOUT). The clock is
+ * checked every @idle_ns / 4 (at least every millisecond), so a timeout
+ * comes between @idle_ns and 1.25 x @idle_ns late. Sets both directions;
+ * pc_conn_set_write_timeout() then changes the writing one.
+ * Errors: -EINVAL, -EXDEV, -EPIPE (closed), -ENOMEM.
+ * The connection's worker only.
+ */
+int pc_conn_set_timeout(struct pc_conn *c, uint64_t idle_ns);
+
+/** pc_conn_set_timeout() for writing only. Same errors and threads. */
+int pc_conn_set_write_timeout(struct pc_conn *c, uint64_t idle_ns);
+
+/**
+ * Where @c's peer is (pc_conn_peer()) or where @c is on our side
+ * (pc_conn_local()): an AF_INET or AF_INET6 address and port in @out.
+ * Errors: -EINVAL (NULL), -ENOTCONN (a connect still in progress).
+ * The connection's worker, or any thread while it is open.
+ */
+int pc_conn_peer(const struct pc_conn *c, struct sockaddr_storage *out);
+int pc_conn_local(const struct pc_conn *c, struct sockaddr_storage *out);
+
+/**
+ * Turn Nagle's algorithm off (@on true: small writes leave at once, the
+ * default on both backends) or on. Errors: -EINVAL, -EXDEV, -EPIPE.
+ * The connection's worker only.
+ */
+int pc_conn_set_nodelay(struct pc_conn *c, bool on);
+
+/**
+ * Probe an idle connection: after @idle_s seconds without a segment,
+ * send a keepalive probe every @intvl_s seconds and end the connection
+ * with -ETIMEDOUT after @count unanswered ones (on_close, or the error of
+ * the pending pc_conn_read()). @idle_s 0 turns it off (the default).
+ * Errors: -EINVAL (@idle_s set with @intvl_s or @count 0, or past the
+ * kernel's limits), -EXDEV, -EPIPE. The connection's worker only.
+ */
+int pc_conn_set_keepalive(struct pc_conn *c, unsigned idle_s, unsigned intvl_s,
+                          unsigned count);
+
 /** Output bytes of @c not yet taken (by the kernel) or acknowledged (by
  * the peer, on DPDK). Its worker only. */
 size_t pc_conn_buffered(const struct pc_conn *c);
@@ -185,29 +264,13 @@ void *pc_conn_data(const struct pc_conn *c);
 typedef void (*pc_conn_fiber_fn)(struct pc_conn *c, void *arg);
 
 /**
- * pc_tcp_listen_dpdk(), but serve each accepted connection by running
- * fn(c, @arg) in a fiber of its own on the connection's worker (sticky),
- * as pc_tcp_serve() of pc_knet.h does on kernel sockets: the handler
- * reads and writes with pc_conn_read() / pc_conn_write() and may use every
- * other pc_conn_* call; the connection stays open after the peer's FIN
- * until fn returns, then closes gracefully unless fn closed it; @c stays
- * valid until fn returns. Input fn has not read yet is kept up to 64 KiB,
- * then the engine holds what arrives (up to its rcv_cap) and the window
- * closes. When the run stops, handlers waiting in a read or write get
- * -ECANCELED; a later wait gets -ESHUTDOWN.
- * Errors: those of pc_tcp_listen_dpdk(), -EINVAL for a NULL @fn. The
- * thread that created the runtime, before pc_runtime_run().
- */
-int pc_tcp_serve_dpdk(struct pc_port *p, uint16_t port, pc_conn_fiber_fn fn, void *arg,
-                      struct pc_tcp_listener **out);
-
-/**
  * Wait for input on @c: returns 1..@len bytes read into @buf, 0 once the
  * peer shut its write side and everything before was read, or -errno:
- * the connection's error (-ECONNRESET, -ETIMEDOUT, ...), -EPIPE after our
- * own close, -ECANCELED (the run began stopping while we waited),
+ * the connection's error (-ECONNRESET, -ETIMEDOUT, ...), -ETIMEDOUT after
+ * waiting the idle time of pc_conn_set_timeout() (the connection stays
+ * open), -EPIPE after our own close, -ECANCELED (the run began stopping while we waited),
  * -ESHUTDOWN (it had), -EINVAL (@buf NULL, @len 0, or @c not served by
- * pc_tcp_serve() or pc_tcp_serve_dpdk()), -EXDEV (another worker's
+ * pc_tcp_serve_kernel() or pc_tcp_serve_dpdk()), -EXDEV (another worker's
  * connection), -EPERM off-fiber. Fiber only: the
  * handler's fiber, or another fiber of @c's worker (one reader at a time).
  */
@@ -216,14 +279,24 @@ ssize_t pc_conn_read(struct pc_conn *c, void *buf, size_t len);
 /**
  * Queue all @len bytes of @buf to @c (copied), waiting while the output is
  * full (the cap of pc_conn_send()); a write larger than the cap goes in
- * pieces. Returns @len, or -errno: the connection's error, -EPIPE (closed),
+ * pieces. Returns @len, or -errno: the connection's error, -ETIMEDOUT
+ * (waited the write timeout of pc_conn_set_timeout() while the peer took
+ * nothing; some bytes may be queued), -EPIPE (closed),
  * -ECANCELED / -ESHUTDOWN (the run stops), -ENOMEM, -EINVAL (also for a
- * connection not served by pc_tcp_serve() or pc_tcp_serve_dpdk()),
+ * connection not served by pc_tcp_serve_kernel() or pc_tcp_serve_dpdk()),
  * -EXDEV, -EPERM off-fiber.
  * After an error some of the bytes may have been queued. Fiber only, on
  * @c's worker (one writer at a time).
  */
 ssize_t pc_conn_write(struct pc_conn *c, const void *buf, size_t len);
+
+/**
+ * pc_conn_write() of the @n buffers of @iov, in order, without copying
+ * them into one first. Returns their total length or -errno as
+ * pc_conn_write() (-EINVAL also for @n < 0 or over IOV_MAX). Fiber only,
+ * on @c's worker (one writer at a time).
+ */
+ssize_t pc_conn_writev(struct pc_conn *c, const struct iovec *iov, int n);
 
 #ifdef __cplusplus
 }

@@ -11,6 +11,9 @@
 
 #include "kv_pvt.h"
 #include "pc_knet.h"
+#ifdef PC_HAVE_DPDK
+#include "pc_dpdk.h"
+#endif
 
 /* An input buffer this much larger than what it holds is given back. */
 #define IN_SHRINK 65536
@@ -300,12 +303,15 @@ int kv_tcp_start(void)
 {
         struct pc_tcp_listener *l;
 
-        return pc_tcp_listen(kv_rt, kv_set.addr, (uint16_t)kv_set.tcp_port, &tcp_cb, NULL, &l);
+        return pc_tcp_listen_kernel(kv_rt, kv_set.addr, (uint16_t)kv_set.tcp_port, &tcp_cb,
+                                    NULL, &l);
 }
 
+#ifdef PC_HAVE_DPDK
 int kv_tcp_start_dpdk(struct pc_port *p)
 {
         struct pc_tcp_listener *l;
 
         return pc_tcp_listen_dpdk(p, (uint16_t)kv_set.tcp_port, &tcp_cb, NULL, &l);
 }
+#endif

@@ -30,7 +30,11 @@
 #include <string.h>
 
 #include "kv_pvt.h"
+#include "pc_knet.h"
 #include "pc_net.h"
+#ifdef PC_HAVE_DPDK
+#include "pc_dpdk.h"
+#endif
 #include "proto_udp.h"
 
 /* The replies to one datagram. */
@@ -266,11 +270,13 @@ static struct pc_udp_ep kv_ep;
 
 int kv_udp_start_kernel(void)
 {
-        return pc_udp_ep_kernel(&kv_ep, kv_rt, kv_set.addr, (uint16_t)kv_set.udp_port,
-                                udp_datagram, NULL);
+        return pc_udp_ep_bind_kernel(&kv_ep, kv_rt, kv_set.addr, (uint16_t)kv_set.udp_port,
+                                     udp_datagram, NULL);
 }
 
+#ifdef PC_HAVE_DPDK
 int kv_udp_start_dpdk(struct pc_port *p)
 {
-        return pc_udp_ep_dpdk(&kv_ep, p, (uint16_t)kv_set.udp_port, udp_datagram, NULL);
+        return pc_udp_ep_bind_dpdk(&kv_ep, p, (uint16_t)kv_set.udp_port, udp_datagram, NULL);
 }
+#endif

@@ -54,7 +54,6 @@ struct pc__dconn {
         struct pc_port_q *q;
         const struct pc_tcp_callbacks *cb;
         void *arg;
-        void *data;
         struct pc__dconn *prev, *next; /* the queue's list, for port close */
         bool f_self_closed; /* pc_conn_close() was called */
         /* Fiber service (net/tcp_fiber.c, hooks in tcp_fiber.c). */
@@ -206,7 +205,7 @@ static inline uint32_t pc__next_hop(const struct pc_port *p, uint32_t dst)
 /* Publish @q's engine counters for readers off the worker (its worker). */
 void pc__tcp_publish(struct pc_port_q *q);
 void pc__dconn_unlink(struct pc__dconn *dc);
-/* pc__dtcp_listen() whose listener frees @owned when the port closes. */
+/* pc_tcp_listen_dpdk() whose listener frees @owned when the port closes. */
 int pc__dtcp_listen_owned(struct pc_port *p, uint16_t port, const struct pc_tcp_callbacks *cb,
                           void *arg, void *owned, struct pc_tcp_listener **out);
 
@@ -216,6 +215,10 @@ bool pc__dconn_release(struct pc__dconn *dc);
 /* The run is stopping: fibers waiting on @q's connections get -ECANCELED. */
 void pc__dtcp_fibers_cancel(struct pc_port_q *q);
 void pc__dconn_free(struct pc__dconn *dc);
+/* The backend's operations (pc_net_pvt.h): tcp.c's, and tcp_fiber.c's
+ * hooks for the fiber service. */
+extern const struct pc__conn_ops pc__dconn_ops;
+extern const struct pc__fiber_ops pc__dfiber_ops;
 
 /* telemetry.c */
 void pc__telemetry_register(struct pc_runtime *rt);

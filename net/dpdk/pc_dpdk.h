@@ -249,6 +249,69 @@ int pc_conn_dpdk_info(const struct pc_conn *c, struct pc_tcb_info *out);
  */
 void pc_stack_rx(struct pc_port *p, struct rte_mbuf **pkts, uint16_t n, void *arg);
 
+/* ---- The service API on DPDK (pc_net.h) -------------------------------------- */
+
+/**
+ * Listen on TCP port @port of DPDK port @p's IPv4 address with percore's
+ * own TCP (net/proto/pc_tcp.h): every worker's engine listens, and a
+ * connection belongs to the worker whose queue its SYN reached.
+ * Errors: -EINVAL (NULL, @port 0), -EADDRINUSE, -ENOSPC (too many
+ * listeners on @p), -EBUSY (runtime running), -ENOMEM, -ENOTSUP (built
+ * without DPDK, or @p has an RX handler of its own instead of the stack).
+ * The thread that created the runtime, before pc_runtime_run().
+ */
+int pc_tcp_listen_dpdk(struct pc_port *p, uint16_t port, const struct pc_tcp_callbacks *cb,
+                       void *arg, struct pc_tcp_listener **out);
+
+/**
+ * pc_tcp_listen_dpdk(), but serve each accepted connection by running
+ * fn(c, @arg) in a fiber of its own on the connection's worker (sticky),
+ * as pc_tcp_serve_kernel() of pc_knet.h does on kernel sockets: the handler
+ * reads and writes with pc_conn_read() / pc_conn_write() and may use every
+ * other pc_conn_* call; the connection stays open after the peer's FIN
+ * until fn returns, then closes gracefully unless fn closed it; @c stays
+ * valid until fn returns. Input fn has not read yet is kept up to 64 KiB,
+ * then the engine holds what arrives (up to its rcv_cap) and the window
+ * closes. When the run stops, handlers waiting in a read or write get
+ * -ECANCELED; a later wait gets -ESHUTDOWN.
+ * Errors: those of pc_tcp_listen_dpdk(), -EINVAL for a NULL @fn. The
+ * thread that created the runtime, before pc_runtime_run().
+ */
+int pc_tcp_serve_dpdk(struct pc_port *p, uint16_t port, pc_conn_fiber_fn fn, void *arg,
+                      struct pc_tcp_listener **out);
+
+/**
+ * Connect to @addr:@port (an IPv4 dotted quad) through DPDK port @p from the
+ * calling worker; the connection belongs to it: the source port is chosen
+ * so the replies reach this worker's queue (see net/dpdk/tcp.c). The SYN
+ * leaves at the end of the poller pass (after an ARP exchange if the peer
+ * is not known yet). on_accept runs once connected; on failure on_close
+ * runs with the error (-ECONNREFUSED, -ETIMEDOUT). *@out (may be NULL)
+ * is valid until on_close returns.
+ * Errors: -EINVAL, -EAFNOSUPPORT (an IPv6 @addr: the DPDK stack is IPv4
+ * only), -EPERM off-worker or on another runtime's worker,
+ * -EADDRNOTAVAIL (@p has no address, or no free source port), -EMFILE
+ * (connection cap), -ENOMEM, -ENOTSUP (built without DPDK, or @p has an
+ * RX handler of its own). Worker only.
+ */
+int pc_tcp_connect_dpdk(struct pc_port *p, const char *addr, uint16_t port,
+                        const struct pc_tcp_callbacks *cb, void *arg, struct pc_conn **out);
+
+/**
+ * Bind @ep to UDP port @udp_port of DPDK port @p's IPv4 address (our own
+ * stack, pc_udp_bind()). Errors: as pc_udp_bind(); -ENOTSUP when built
+ * without DPDK. The creating thread, before pc_runtime_run().
+ */
+int pc_udp_ep_bind_dpdk(struct pc_udp_ep *ep, struct pc_port *p, uint16_t udp_port,
+                        pc_udp_ep_fn fn, void *arg);
+
+/** pc_udp_ep_bind_dpdk(), by its old name, kept for one release. */
+static inline int pc_udp_ep_dpdk(struct pc_udp_ep *ep, struct pc_port *p, uint16_t udp_port,
+                                 pc_udp_ep_fn fn, void *arg)
+{
+        return pc_udp_ep_bind_dpdk(ep, p, udp_port, fn, arg);
+}
+
 #ifdef __cplusplus
 }
 #endif

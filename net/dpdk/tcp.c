@@ -54,7 +54,7 @@ static const uint8_t bcast_mac[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
 
 /* A listener (a struct pc_tcp_listener *): every queue's engine listens. */
 struct pc__dlistener {
-        struct pc__conn_base base;
+        struct pc__listener_base base;
         struct pc_port *p;
         const struct pc_tcp_callbacks *cb;
         void *arg;
@@ -111,7 +111,7 @@ static void e_on_accept(struct pc_tcb *c, void *arg)
                         pc_tcb_abort(c);
                         return;
                 }
-                dc->base.backend = PC__NET_DPDK;
+                pc__conn_base_init(&dc->base, &pc__dconn_ops, &l->base);
                 dc->tcb = c;
                 dc->cb = l->cb;
                 dc->arg = l->arg;
@@ -484,8 +484,17 @@ void pc__tcp_port_free(struct pc_port *p)
 
 /* ---- service API --------------------------------------------------------------- */
 
-int pc__dtcp_listen(struct pc_port *p, uint16_t port, const struct pc_tcp_callbacks *cb,
-                    void *arg, struct pc_tcp_listener **out)
+static uint16_t dlistener_port(const struct pc_tcp_listener *l)
+{
+        return ((const struct pc__dlistener *)(const void *)l)->port;
+}
+
+static const struct pc__listener_ops dlistener_ops = {
+        .port = dlistener_port,
+};
+
+int pc_tcp_listen_dpdk(struct pc_port *p, uint16_t port, const struct pc_tcp_callbacks *cb,
+                       void *arg, struct pc_tcp_listener **out)
 {
         return pc__dtcp_listen_owned(p, port, cb, arg, NULL, out);
 }
@@ -508,7 +517,7 @@ int pc__dtcp_listen_owned(struct pc_port *p, uint16_t port, const struct pc_tcp_
         l = calloc(1, sizeof(*l));
         if (l == NULL)
                 return -ENOMEM;
-        l->base.backend = PC__NET_DPDK;
+        l->base.ops = &dlistener_ops;
         l->p = p;
         l->cb = cb;
         l->arg = arg;
@@ -527,11 +536,6 @@ int pc__dtcp_listen_owned(struct pc_port *p, uint16_t port, const struct pc_tcp_
         if (out)
                 *out = (struct pc_tcp_listener *)(void *)l;
         return 0;
-}
-
-uint16_t pc__dtcp_listener_port(const struct pc_tcp_listener *l)
-{
-        return ((const struct pc__dlistener *)(const void *)l)->port;
 }
 
 /* Whether replies to @lport come back to queue @q by themselves. */
@@ -553,8 +557,8 @@ static bool lport_ok(const struct pc_port *p, const struct pc_port_q *q, uint32_
         return flow_queue(p, raddr, rport, lport) == q->qid;
 }
 
-int pc__dtcp_connect(struct pc_port *p, const char *addr, uint16_t port,
-                     const struct pc_tcp_callbacks *cb, void *arg, struct pc_conn **out)
+int pc_tcp_connect_dpdk(struct pc_port *p, const char *addr, uint16_t port,
+                        const struct pc_tcp_callbacks *cb, void *arg, struct pc_conn **out)
 {
         struct pc_worker *w = pc__self;
         struct pc_port_q *q;
@@ -578,7 +582,7 @@ int pc__dtcp_connect(struct pc_port *p, const char *addr, uint16_t port,
         dc = calloc(1, sizeof(*dc));
         if (dc == NULL)
                 return -ENOMEM;
-        dc->base.backend = PC__NET_DPDK;
+        pc__conn_base_init(&dc->base, &pc__dconn_ops, NULL);
         dc->cb = cb;
         dc->arg = arg;
         for (unsigned i = 0; i < PC_TCP_EPH_N; i++) {
@@ -616,7 +620,7 @@ static bool on_owner(const struct pc__dconn *dc)
 
 /* A connection the engine closed lives on only for its fiber: every call
  * then finds it gone. */
-int pc__dconn_send(struct pc_conn *c, const void *data, size_t len)
+static int dconn_send(struct pc_conn *c, const void *data, size_t len)
 {
         struct pc__dconn *dc = dc_of(c);
 
@@ -629,7 +633,7 @@ int pc_conn_dpdk_info(const struct pc_conn *c, struct pc_tcb_info *out)
 {
         const struct pc__dconn *dc;
 
-        if (c == NULL || out == NULL || pc__net_backend(c) != PC__NET_DPDK)
+        if (c == NULL || out == NULL || pc__conn_ops(c) != &pc__dconn_ops)
                 return -EINVAL;
         dc = dc_of(c);
         if (pc__self && !on_owner(dc))
@@ -640,7 +644,7 @@ int pc_conn_dpdk_info(const struct pc_conn *c, struct pc_tcb_info *out)
         return 0;
 }
 
-int pc__dconn_close(struct pc_conn *c)
+static int dconn_close(struct pc_conn *c)
 {
         struct pc__dconn *dc = dc_of(c);
 
@@ -650,7 +654,7 @@ int pc__dconn_close(struct pc_conn *c)
         return dc->tcb ? pc_tcb_close(dc->tcb) : 0;
 }
 
-int pc__dconn_linger(struct pc_conn *c)
+static int dconn_linger(struct pc_conn *c)
 {
         struct pc__dconn *dc = dc_of(c);
 
@@ -659,27 +663,33 @@ int pc__dconn_linger(struct pc_conn *c)
         return dc->tcb ? pc_tcb_linger(dc->tcb) : -EPIPE;
 }
 
-size_t pc__dconn_buffered(const struct pc_conn *c)
+static size_t dconn_buffered(const struct pc_conn *c)
 {
         const struct pc__dconn *dc = dc_of(c);
 
         return dc->tcb ? pc_tcb_buffered(dc->tcb) : 0;
 }
 
-unsigned pc__dconn_worker(const struct pc_conn *c)
+static unsigned dconn_worker(const struct pc_conn *c)
 {
         return dc_of(c)->q->qid;
 }
 
-void pc__dconn_set_data(struct pc_conn *c, void *data)
+static int dconn_owner(const struct pc_conn *c)
 {
-        dc_of(c)->data = data;
+        return on_owner(dc_of(c)) ? 0 : -EXDEV;
 }
 
-void *pc__dconn_data(const struct pc_conn *c)
-{
-        return dc_of(c)->data;
-}
+const struct pc__conn_ops pc__dconn_ops = {
+        .name = "dpdk",
+        .owner = dconn_owner,
+        .send = dconn_send,
+        .close = dconn_close,
+        .linger = dconn_linger,
+        .buffered = dconn_buffered,
+        .worker = dconn_worker,
+        .fiber = &pc__dfiber_ops,
+};
 
 int pc_port_tcp_stats(const struct pc_port *p, int queue, struct pc_tcpe_stats *out,
                       uint64_t *handoffs, uint64_t *arp_held, uint64_t *arp_drops)

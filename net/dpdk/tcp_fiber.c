@@ -31,6 +31,7 @@ static inline struct pc__dconn *dc_of(struct pc_conn *c)
 
 void pc__dconn_free(struct pc__dconn *dc)
 {
+        pc__conn_base_fini(&dc->base);
         free(dc->fc.in);
         free(dc);
 }
@@ -113,7 +114,7 @@ static size_t d_chunk(struct pc_conn *c)
         return PC_TCP_FIBER_CHUNK;
 }
 
-static const struct pc__fiber_ops dops = {
+const struct pc__fiber_ops pc__dfiber_ops = {
         .fc = d_fc,
         .check = d_check,
         .gone = d_gone,
@@ -127,31 +128,21 @@ static const struct pc__fiber_ops dops = {
         .chunk = d_chunk,
 };
 
-ssize_t pc__dconn_read(struct pc_conn *c, void *buf, size_t len)
-{
-        return pc__fconn_read(c, &dops, buf, len);
-}
-
-ssize_t pc__dconn_write(struct pc_conn *c, const void *buf, size_t len)
-{
-        return pc__fconn_write(c, &dops, buf, len);
-}
-
 void pc__dtcp_fibers_cancel(struct pc_port_q *q)
 {
         for (struct pc__dconn *dc = q->conns; dc; dc = dc->next)
                 pc__fconn_cancel(&dc->fc);
 }
 
-int pc__dtcp_serve(struct pc_port *p, uint16_t port, pc_conn_fiber_fn fn, void *arg,
-                   struct pc_tcp_listener **out)
+int pc_tcp_serve_dpdk(struct pc_port *p, uint16_t port, pc_conn_fiber_fn fn, void *arg,
+                      struct pc_tcp_listener **out)
 {
         struct pc__fserve *s;
         int rc;
 
         if (fn == NULL)
                 return -EINVAL;
-        s = pc__fserve_new(fn, arg, &dops);
+        s = pc__fserve_new(fn, arg, &pc__dfiber_ops);
         if (s == NULL)
                 return -ENOMEM;
         rc = pc__dtcp_listen_owned(p, port, &pc__fiber_cbs, s, s, out);

@@ -77,7 +77,7 @@ struct klsock {
 };
 
 struct pc_tcp_listener {
-        struct pc__conn_base base; /* first: pc_net's dispatch (tcp_api.c) */
+        struct pc__listener_base base; /* first: pc_net's dispatch (tcp_api.c) */
         const struct pc_tcp_callbacks *cb;
         void *arg;
         void *serve; /* pc_tcp_serve()'s record (the callbacks' @arg), or NULL */
@@ -98,7 +98,6 @@ struct pc_conn {
         int fd;
         const struct pc_tcp_callbacks *cb;
         void *arg;
-        void *data;
         struct pc_conn *prev, *next; /* the worker's list, for destroy */
         char *rbuf;    /* single-shot receives only, allocated on first use */
         /* Output: the kernel reads @inflight while a send is armed, so only
@@ -241,6 +240,11 @@ void pc__conn_abort(struct pc_conn *c, int err);
 /* @c's fiber ended: free @c if it closed meanwhile. */
 void pc__conn_fiber_done(struct pc_conn *c);
 int pc__kbuf_put(struct kbuf *b, const void *data, size_t len);
+
+/* The backend's operations (pc_net_pvt.h): tcp.c's, and tcp_fiber.c's
+ * hooks for the fiber service. */
+extern const struct pc__conn_ops pc__kconn_ops;
+extern const struct pc__fiber_ops pc__kfiber_ops;
 
 /* tcp_fiber.c */
 /* The run is stopping: fibers waiting in pc_conn_read/write get -ECANCELED. */

@@ -14,7 +14,7 @@
  * worker cancels its ring's operations (the kernel would once the worker's
  * thread exits), holds what still arrives, and closes its ring; the next
  * run makes a new one and arms them again: nothing is lost, except that a
- * pc_tcp_connect() still in progress fails (on_close -ECANCELED).
+ * pc_tcp_connect_kernel() still in progress fails (on_close -ECANCELED).
  *
  * Receiving. Where the kernel has them (6.0 and later), each worker
  * registers a ring of opts.recv_bufs provided buffers of opts.rbuf bytes,
@@ -106,7 +106,7 @@ struct pc_knet_opts {
 };
 
 /**
- * Set the backend's options for @rt. Before the first pc_tcp_listen(),
+ * Set the backend's options for @rt. Before the first pc_tcp_listen_kernel(),
  * pc_kudp_bind() or run (which otherwise use the defaults).
  * Errors: -EINVAL (bad value), -EBUSY (too late), -ENOMEM.
  * The thread that created @rt.
@@ -120,7 +120,8 @@ int pc_knet_configure(struct pc_runtime *rt, const struct pc_knet_opts *opts);
  * what follows opens kernel sockets. */
 
 /**
- * Listen on @addr:@port (IPv4 dotted quad; @port 0 picks a free port, the
+ * Listen on @addr:@port (an IPv4 dotted quad or an IPv6 address such as
+ * "::1" or "::" for every address; @port 0 picks a free port, the
  * same on every worker) with one SO_REUSEPORT socket per worker; a worker
  * holding more connections than another hands it the new one (see
  * PC_KNET_NO_BALANCE), and the callbacks run on the worker that serves it.
@@ -129,25 +130,26 @@ int pc_knet_configure(struct pc_runtime *rt, const struct pc_knet_opts *opts);
  * socket()/bind()/listen(); on error no socket stays open. The thread that created @rt, before
  * pc_runtime_run().
  */
-int pc_tcp_listen(struct pc_runtime *rt, const char *addr, uint16_t port,
-                  const struct pc_tcp_callbacks *cb, void *arg, struct pc_tcp_listener **out);
+int pc_tcp_listen_kernel(struct pc_runtime *rt, const char *addr, uint16_t port,
+                         const struct pc_tcp_callbacks *cb, void *arg,
+                         struct pc_tcp_listener **out);
 
 /**
- * Connect to @addr:@port from the calling worker; the connection belongs to
+ * Connect to @addr:@port (IPv4 or IPv6) from the calling worker; the connection belongs to
  * it. on_accept runs once connected; on failure on_close runs with the
  * error. *@out (may be NULL) is valid until on_close returns.
  * Errors: -EINVAL, -EPERM off-worker or without the backend, -ENOMEM,
  * -EMFILE/-ENFILE. Worker only.
  */
-int pc_tcp_connect(const char *addr, uint16_t port, const struct pc_tcp_callbacks *cb,
-                   void *arg, struct pc_conn **out);
+int pc_tcp_connect_kernel(const char *addr, uint16_t port, const struct pc_tcp_callbacks *cb,
+                          void *arg, struct pc_conn **out);
 
 /* ---- Blocking-style TCP (fibers) ------------------------------------------- */
 
 /**
- * Listen like pc_tcp_listen(), but serve each accepted connection by
+ * Listen like pc_tcp_listen_kernel(), but serve each accepted connection by
  * running fn(c, @arg) in a fiber of its own on the worker that serves it
- * (pc_tcp_listen() says which; sticky: it never moves, in elastic mode
+ * (pc_tcp_listen_kernel() says which; sticky: it never moves, in elastic mode
  * either). The handler reads and
  * writes with pc_conn_read() / pc_conn_write(), and may use every other
  * pc_conn_* call and any fiber call (awaits, sleeps). The connection
@@ -159,15 +161,24 @@ int pc_tcp_connect(const char *addr, uint16_t port, const struct pc_tcp_callback
  * the peer's window closes instead of the server's memory growing.
  * When the run stops, handlers waiting in a read or write get
  * -ECANCELED and run to their end; a later wait gets -ESHUTDOWN.
- * Errors: those of pc_tcp_listen(), and -EINVAL for a NULL @fn. The
+ * Errors: those of pc_tcp_listen_kernel(), and -EINVAL for a NULL @fn. The
  * thread that created @rt, before pc_runtime_run().
  */
-int pc_tcp_serve(struct pc_runtime *rt, const char *addr, uint16_t port, pc_conn_fiber_fn fn,
-                 void *arg, struct pc_tcp_listener **out);
+int pc_tcp_serve_kernel(struct pc_runtime *rt, const char *addr, uint16_t port,
+                        pc_conn_fiber_fn fn, void *arg, struct pc_tcp_listener **out);
 
 /* pc_conn_read() and pc_conn_write() are in pc_net.h. */
 
 /* ---- UDP ------------------------------------------------------------------ */
+
+/**
+ * Bind the service endpoint @ep (pc_net.h) to @addr:@port (IPv4 or IPv6;
+ * @port 0 picks one) with one SO_REUSEPORT socket per worker
+ * (pc_kudp_bind()). Errors: as pc_kudp_bind(). The creating thread,
+ * before pc_runtime_run().
+ */
+int pc_udp_ep_bind_kernel(struct pc_udp_ep *ep, struct pc_runtime *rt, const char *addr,
+                          uint16_t port, pc_udp_ep_fn fn, void *arg);
 
 struct pc_kudp;
 
@@ -179,10 +190,12 @@ typedef void (*pc_kudp_fn)(struct pc_kudp *s, const struct pc_udp_peer *from, ui
                            const void *data, size_t len, void *arg);
 
 /**
+ * The kernel backend's own UDP port under pc_udp_ep_bind_kernel(), for a
+ * service that wants the destination port of each datagram.
  * Receive UDP datagrams for @addr:@port (@port 0 picks one) on one
  * SO_REUSEPORT socket per worker; each worker drains its socket in batches
  * (recvmmsg) when io_uring reports it readable.
- * Errors: as pc_tcp_listen(). The creating thread, before pc_runtime_run().
+ * Errors: as pc_tcp_listen_kernel(). The creating thread, before pc_runtime_run().
  */
 int pc_kudp_bind(struct pc_runtime *rt, const char *addr, uint16_t port, pc_kudp_fn fn,
                  void *arg, struct pc_kudp **out);
@@ -229,7 +242,7 @@ struct pc_knet_stats {
                                       them (DEFER_TASKRUN; 0 or 1 a worker) */
         uint64_t rings_sleeping; /**< workers that sleep in their ring's
                                       io_uring_enter (0 or 1 a worker) */
-        uint64_t read_paused;   /**< times reading a pc_tcp_serve() connection
+        uint64_t read_paused;   /**< times reading a pc_tcp_serve_kernel() connection
                                      paused: its handler had not read what
                                      came (4 receive buffers' worth) */
         uint64_t sends;         /**< send operations handed to the kernel: at
@@ -250,6 +263,38 @@ int pc_knet_stats(const struct pc_runtime *rt, int worker, struct pc_knet_stats 
 
 /** Print one line of counters per worker to @f. Any thread. */
 void pc_knet_stats_print(const struct pc_runtime *rt, FILE *f);
+
+/* ---- Old names, kept for one release --------------------------------------- */
+
+/** pc_tcp_listen_kernel(). */
+static inline int pc_tcp_listen(struct pc_runtime *rt, const char *addr, uint16_t port,
+                                const struct pc_tcp_callbacks *cb, void *arg,
+                                struct pc_tcp_listener **out)
+{
+        return pc_tcp_listen_kernel(rt, addr, port, cb, arg, out);
+}
+
+/** pc_tcp_connect_kernel(). */
+static inline int pc_tcp_connect(const char *addr, uint16_t port,
+                                 const struct pc_tcp_callbacks *cb, void *arg,
+                                 struct pc_conn **out)
+{
+        return pc_tcp_connect_kernel(addr, port, cb, arg, out);
+}
+
+/** pc_tcp_serve_kernel(). */
+static inline int pc_tcp_serve(struct pc_runtime *rt, const char *addr, uint16_t port,
+                               pc_conn_fiber_fn fn, void *arg, struct pc_tcp_listener **out)
+{
+        return pc_tcp_serve_kernel(rt, addr, port, fn, arg, out);
+}
+
+/** pc_udp_ep_bind_kernel(). */
+static inline int pc_udp_ep_kernel(struct pc_udp_ep *ep, struct pc_runtime *rt,
+                                   const char *addr, uint16_t port, pc_udp_ep_fn fn, void *arg)
+{
+        return pc_udp_ep_bind_kernel(ep, rt, addr, port, fn, arg);
+}
 
 #ifdef __cplusplus
 }

@@ -41,6 +41,7 @@ static void set_ud(struct kworker *kw, struct io_uring_sqe *sqe, void *p, enum k
  * reference count that keeps its callers' @c alive, and warns. */
 static __attribute__((noinline)) void conn_mem_free(struct pc_conn *c)
 {
+        pc__conn_base_fini(&c->base);
         free(c->inflight.p);
         free(c->pending.p);
         free(c->held.p);
@@ -489,13 +490,13 @@ static void on_send(struct pc_conn *c, int res)
 }
 
 static struct pc_conn *conn_new(struct kworker *kw, int fd, const struct pc_tcp_callbacks *cb,
-                                void *arg)
+                                void *arg, struct pc_tcp_listener *l)
 {
         struct pc_conn *c = calloc(1, sizeof(*c));
 
         if (c == NULL)
                 return NULL;
-        c->base.backend = PC__NET_KERNEL;
+        pc__conn_base_init(&c->base, &pc__kconn_ops, l ? &l->base : NULL);
         c->kw = kw;
         c->fd = fd;
         c->cb = cb;
@@ -551,7 +552,7 @@ static void accept_retry(struct pc_timer *t, void *arg)
 static void conn_take(struct kworker *kw, struct pc_tcp_listener *l, int fd)
 {
         bool room = kw->nconns < kw->k->opts.max_conns && kw->ring_ok;
-        struct pc_conn *c = room ? conn_new(kw, fd, l->cb, l->arg) : NULL;
+        struct pc_conn *c = room ? conn_new(kw, fd, l->cb, l->arg, l) : NULL;
 
         if (c) {
                 kinc(&kw->st.accepted, 1);
@@ -733,8 +734,18 @@ void pc__tcp_worker_start(struct kworker *kw)
 
 /* ---- public API ----------------------------------------------------------- */
 
-int pc_tcp_listen(struct pc_runtime *rt, const char *addr, uint16_t port,
-                  const struct pc_tcp_callbacks *cb, void *arg, struct pc_tcp_listener **out)
+static uint16_t klistener_port(const struct pc_tcp_listener *l)
+{
+        return l->port;
+}
+
+static const struct pc__listener_ops klistener_ops = {
+        .port = klistener_port,
+};
+
+int pc_tcp_listen_kernel(struct pc_runtime *rt, const char *addr, uint16_t port,
+                         const struct pc_tcp_callbacks *cb, void *arg,
+                         struct pc_tcp_listener **out)
 {
         struct pc_tcp_listener *l;
         struct knet *k;
@@ -751,7 +762,7 @@ int pc_tcp_listen(struct pc_runtime *rt, const char *addr, uint16_t port,
         l = calloc(1, sizeof(*l) + rt->nworkers * sizeof(l->s[0]));
         if (l == NULL)
                 return -ENOMEM;
-        l->base.backend = PC__NET_KERNEL;
+        l->base.ops = &klistener_ops;
         l->cb = cb;
         l->arg = arg;
         l->n = rt->nworkers;
@@ -777,13 +788,8 @@ int pc_tcp_listen(struct pc_runtime *rt, const char *addr, uint16_t port,
         return 0;
 }
 
-uint16_t pc__ktcp_listener_port(const struct pc_tcp_listener *l)
-{
-        return l ? l->port : 0;
-}
-
-int pc_tcp_connect(const char *addr, uint16_t port, const struct pc_tcp_callbacks *cb,
-                   void *arg, struct pc_conn **out)
+int pc_tcp_connect_kernel(const char *addr, uint16_t port, const struct pc_tcp_callbacks *cb,
+                          void *arg, struct pc_conn **out)
 {
         struct kworker *kw = pc__knet_self();
         struct io_uring_sqe *sqe;
@@ -798,7 +804,7 @@ int pc_tcp_connect(const char *addr, uint16_t port, const struct pc_tcp_callback
         fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (fd < 0)
                 return -errno;
-        c = conn_new(kw, fd, cb, arg);
+        c = conn_new(kw, fd, cb, arg, NULL);
         if (c == NULL) {
                 close(fd);
                 return -ENOMEM;
@@ -821,7 +827,7 @@ int pc_tcp_connect(const char *addr, uint16_t port, const struct pc_tcp_callback
         return 0;
 }
 
-int pc__kconn_send(struct pc_conn *c, const void *data, size_t len)
+static int kconn_send(struct pc_conn *c, const void *data, size_t len)
 {
         struct kworker *kw;
         size_t total;
@@ -851,7 +857,7 @@ int pc__kconn_send(struct pc_conn *c, const void *data, size_t len)
         return 0;
 }
 
-int pc__kconn_close(struct pc_conn *c)
+static int kconn_close(struct pc_conn *c)
 {
         if (c == NULL)
                 return -EINVAL;
@@ -865,7 +871,7 @@ int pc__kconn_close(struct pc_conn *c)
         return 0;
 }
 
-int pc__kconn_linger(struct pc_conn *c)
+static int kconn_linger(struct pc_conn *c)
 {
         if (c == NULL)
                 return -EINVAL;
@@ -896,25 +902,33 @@ void pc__conn_input_pause(struct pc_conn *c, bool pause)
         unref(c);
 }
 
-size_t pc__kconn_buffered(const struct pc_conn *c)
+static size_t kconn_buffered(const struct pc_conn *c)
 {
         return c ? buffered(c) : 0;
 }
 
-unsigned pc__kconn_worker(const struct pc_conn *c)
+static unsigned kconn_worker(const struct pc_conn *c)
 {
         return c->kw->id;
 }
 
-void pc__kconn_set_data(struct pc_conn *c, void *data)
+static int kconn_owner(const struct pc_conn *c)
 {
-        c->data = data;
+        if (pc__self == NULL || pc__self->id != c->kw->id || pc__self->rt != c->kw->k->rt)
+                return -EXDEV;
+        return 0;
 }
 
-void *pc__kconn_data(const struct pc_conn *c)
-{
-        return c->data;
-}
+const struct pc__conn_ops pc__kconn_ops = {
+        .name = "kernel",
+        .owner = kconn_owner,
+        .send = kconn_send,
+        .close = kconn_close,
+        .linger = kconn_linger,
+        .buffered = kconn_buffered,
+        .worker = kconn_worker,
+        .fiber = &pc__kfiber_ops,
+};
 
 /* At runtime destroy, after the rings are gone: close without callbacks. */
 void pc__tcp_destroy(struct knet *k)

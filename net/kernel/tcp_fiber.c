@@ -71,7 +71,7 @@ static size_t k_chunk(struct pc_conn *c)
         return c->kw->k->opts.out_cap / 2;
 }
 
-static const struct pc__fiber_ops kops = {
+const struct pc__fiber_ops pc__kfiber_ops = {
         .fc = k_fc,
         .check = k_check,
         .gone = k_gone,
@@ -85,24 +85,14 @@ static const struct pc__fiber_ops kops = {
         .chunk = k_chunk,
 };
 
-ssize_t pc__kconn_read(struct pc_conn *c, void *buf, size_t len)
-{
-        return pc__fconn_read(c, &kops, buf, len);
-}
-
-ssize_t pc__kconn_write(struct pc_conn *c, const void *buf, size_t len)
-{
-        return pc__fconn_write(c, &kops, buf, len);
-}
-
 void pc__tcp_fibers_cancel(struct kworker *kw)
 {
         for (struct pc_conn *c = kw->conns; c; c = c->next)
                 pc__fconn_cancel(&c->fc);
 }
 
-int pc_tcp_serve(struct pc_runtime *rt, const char *addr, uint16_t port, pc_conn_fiber_fn fn,
-                 void *arg, struct pc_tcp_listener **out)
+int pc_tcp_serve_kernel(struct pc_runtime *rt, const char *addr, uint16_t port,
+                        pc_conn_fiber_fn fn, void *arg, struct pc_tcp_listener **out)
 {
         struct pc_tcp_listener *l;
         struct pc__fserve *s;
@@ -110,10 +100,10 @@ int pc_tcp_serve(struct pc_runtime *rt, const char *addr, uint16_t port, pc_conn
 
         if (fn == NULL)
                 return -EINVAL;
-        s = pc__fserve_new(fn, arg, &kops);
+        s = pc__fserve_new(fn, arg, &pc__kfiber_ops);
         if (s == NULL)
                 return -ENOMEM;
-        rc = pc_tcp_listen(rt, addr, port, &pc__fiber_cbs, s, &l);
+        rc = pc_tcp_listen_kernel(rt, addr, port, &pc__fiber_cbs, s, &l);
         if (rc) {
                 free(s);
                 return rc;
