@@ -331,6 +331,14 @@ struct pc__module {
          * thread may exit next (workers other than 0 do), taking with it
          * what the kernel ties to threads. May be NULL. */
         void (*worker_stop)(struct pc_worker *w, void *arg);
+        /* pc_runtime_drain() began: called once by each worker on its own
+         * thread; the module stops taking new work there (closes its
+         * listeners) and lets open work go on. May be NULL. */
+        void (*worker_drain)(struct pc_worker *w, void *arg);
+        /* While draining, on each worker's thread: how much the module
+         * still serves there (open connections); the drain ends once every
+         * module says 0 on every worker, or at its deadline. May be NULL. */
+        unsigned (*drain_busy)(struct pc_worker *w, void *arg);
         /* Called by pc_runtime_destroy() before the workers are freed. May be
          * NULL. The module may free @m itself here. */
         void (*destroy)(struct pc_runtime *rt, void *arg);
