@@ -220,7 +220,7 @@ static int emit(void *ctx, const struct pc_tcp_frame *f)
         b += PC_ETH_HLEN;
         memcpy(b, f->hdr, f->hdr_len);
         b += f->hdr_len;
-        for (int i = 0; i < 2; i++) {
+        for (unsigned i = 0; i < f->pieces; i++) {
                 if (f->data_len[i]) {
                         memcpy(b, f->data[i], f->data_len[i]);
                         b += f->data_len[i];

@@ -12,9 +12,10 @@
  *     (header and payload) and the datagram's addresses;
  *   - segments out: the emit callback (struct pc_tcpe_ops) receives each
  *     outgoing datagram as a descriptor: a complete IPv4 + TCP header with
- *     both checksums filled, then the payload in at most two pieces (the
- *     send buffer is a ring). The engine never holds a buffer of the
- *     caller's and knows no link layer: the caller resolves the next hop,
+ *     both checksums filled, then the payload in a few pieces (the send
+ *     buffer is a ring, and bytes given by reference, pc_tcb_send_ref(),
+ *     stay where the application keeps them). The engine knows no link
+ *     layer: the caller resolves the next hop,
  *     writes the Ethernet header into a fresh mbuf and copies the pieces
  *     behind it. That is the one copy a copying stack makes anyway (send
  *     buffer to frame), a test wire concatenates the same pieces, and a
@@ -48,7 +49,8 @@
  * receiver silly-window avoidance, a bounded out-of-order store, a short
  * TIME-WAIT, RFC 5961's challenge ACKs (rate-limited), resets for
  * segments to no connection, keepalive (opt-in), send and receive caps
- * per connection and a connection cap per engine. No SACK, no ECN, no
+ * per connection and a connection cap per engine, gather sends and sends
+ * by reference (no copy into the send buffer). No SACK, no ECN, no
  * urgent data (the urgent flag is ignored and its bytes are ordinary).
  *
  * Every segment the engine does not take is counted by reason
@@ -66,6 +68,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/uio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -161,14 +164,21 @@ const char *pc_tcp_state_name(enum pc_tcp_state s);
 struct pc_tcpe;
 struct pc_tcb;
 
+/** Most payload pieces of one frame: the ring's two (it wraps) and the
+ * ranges given by reference between them. A segment that would need more
+ * leaves shorter, as if it were full. */
+#define PC_TCP_FRAME_PIECES 8
+
 /** One outgoing IPv4 datagram: hdr_len bytes of IPv4 and TCP header
- * (checksums filled), then data[0] and data[1]; len is the total. */
+ * (checksums filled), then the @pieces pieces data[i] of data_len[i]
+ * bytes; len is the total. */
 struct pc_tcp_frame {
         uint32_t saddr, daddr;
         const uint8_t *hdr;
         size_t hdr_len;
-        const uint8_t *data[2];
-        size_t data_len[2];
+        unsigned pieces;
+        const uint8_t *data[PC_TCP_FRAME_PIECES];
+        size_t data_len[PC_TCP_FRAME_PIECES];
         size_t len;
         struct pc_tcb *conn; /**< the connection, NULL for a reply to no
                                   connection (reset, SYN cookie) */
@@ -237,6 +247,9 @@ struct pc_tcpe_callbacks {
         /** The send buffer drained to half of snd_cap after pc_tcb_send()
          * refused with -ENOBUFS. Once per refusal. */
         void (*on_writable)(struct pc_tcb *c, void *arg);
+        /** The peer acknowledged @n more bytes of data (the first time
+         * each): what an idle-write timer counts as progress. */
+        void (*on_acked)(struct pc_tcb *c, size_t n, void *arg);
 };
 
 /** Counters of one engine. Gauges say "now"; the rest only grow. */
@@ -275,8 +288,9 @@ void pc_tcpe_drops_print(const struct pc_tcpe_stats *s, FILE *f);
 int pc_tcpe_create(const struct pc_tcpe_config *cfg, const struct pc_tcpe_ops *ops,
                    void *ctx, struct pc_tcpe **out);
 
-/** Free @e and every connection, without callbacks or segments. NULL is a
- * no-op. */
+/** Free @e and every connection, without callbacks or segments, except
+ * that bytes still held by reference are given back (their done runs
+ * here: pc_tcb_send_ref()). NULL is a no-op. */
 void pc_tcpe_destroy(struct pc_tcpe *e);
 
 /**
@@ -285,6 +299,15 @@ void pc_tcpe_destroy(struct pc_tcpe *e);
  */
 int pc_tcpe_listen(struct pc_tcpe *e, uint32_t addr, uint16_t port,
                    const struct pc_tcpe_callbacks *cb, void *arg);
+
+/**
+ * Stop accepting connections to @addr:@port: a later SYN there is
+ * answered with a reset (as to a port nobody listens on), and the
+ * half-open connections it had (SYN-RECEIVED, never seen by the
+ * application) are reset now. Open connections go on. Errors: -EINVAL,
+ * -ENOENT (no such listener).
+ */
+int pc_tcpe_unlisten(struct pc_tcpe *e, uint32_t addr, uint16_t port);
 
 /**
  * Open a connection from @laddr:@lport (@lport 0: the engine picks a free
@@ -344,6 +367,36 @@ int pc_tcpe_audit(const struct pc_tcpe *e);
 int pc_tcb_send(struct pc_tcb *c, const void *data, size_t len);
 
 /**
+ * Queue the @n buffers of @iov to @c, in order, as one pc_tcb_send() of
+ * their concatenation would: the cap is checked once for the total, and
+ * either all of it is queued or nothing. Errors: those of pc_tcb_send(),
+ * -EINVAL (@n < 0, a NULL base with a length).
+ */
+int pc_tcb_sendv(struct pc_tcb *c, const struct iovec *iov, int n);
+
+/** Most ranges one connection holds by reference (pc_tcb_send_ref()). */
+#define PC_TCP_SREF_MAX 1024
+
+/** Called once the engine no longer needs bytes given by reference. */
+typedef void (*pc_tcb_ref_fn)(void *arg);
+
+/**
+ * Queue @len bytes at @data to @c by reference: the send queue holds the
+ * pointer, segments are built from the bytes where they are (and again
+ * for a retransmission), and done(@arg) runs once the peer acknowledged
+ * all of them, or when the connection ends (before its on_close), or at
+ * pc_tcpe_destroy(); the caller keeps the bytes unchanged until then.
+ * With @len 0, done runs once everything queued before is acknowledged.
+ * Sent in order with pc_tcb_send()'s bytes, and counted in snd_cap and
+ * pc_tcb_buffered(). done runs inside an engine call (input, flush,
+ * tick), never inside this one; it may call pc_tcb_* on @c. Not called
+ * when this fails. Errors: those of pc_tcb_send() (-ENOBUFS also when
+ * PC_TCP_SREF_MAX ranges are held), -EINVAL for a NULL @done.
+ */
+int pc_tcb_send_ref(struct pc_tcb *c, const void *data, size_t len, pc_tcb_ref_fn done,
+                    void *arg);
+
+/**
  * Close @c gracefully: stop reading, send what is queued, then FIN;
  * on_close follows. Data that arrives afterwards resets the connection
  * (RFC 1122 4.2.2.13). Closing while connecting cancels (-ECANCELED).
@@ -372,8 +425,11 @@ int pc_tcb_linger(struct pc_tcb *c);
 int pc_tcb_nodelay(struct pc_tcb *c, bool nodelay);
 
 /**
- * Keepalive: after @idle_ns without a segment from the peer, probe every
- * @intvl_ns; @count unanswered probes fail the connection (-ETIMEDOUT).
+ * Keepalive (RFC 9293 3.8.4, RFC 1122 4.2.3.6): after @idle_ns without a
+ * segment from the peer, send a probe (no data, SEQ = SND.UNA - 1, which
+ * the peer answers with an ACK) every @intvl_ns; when @count probes in a
+ * row went unanswered, @intvl_ns after the last the connection fails
+ * (-ETIMEDOUT). Any segment from the peer starts the idle time again.
  * @idle_ns 0 turns it off. Errors: -EINVAL.
  */
 int pc_tcb_keepalive(struct pc_tcb *c, uint64_t idle_ns, uint64_t intvl_ns, unsigned count);
@@ -406,7 +462,14 @@ struct pc_tcb_info {
         size_t buffered;       /**< pc_tcb_buffered() */
         size_t held;           /**< received bytes not delivered yet */
         unsigned ooo;          /**< out-of-order ranges held */
+        unsigned refs;         /**< pc_tcb_send_ref() ranges held */
+        bool nodelay;          /**< pc_tcb_nodelay() */
+        bool keepalive;        /**< pc_tcb_keepalive() is on */
 };
+
+/** @c's addresses and ports (fixed for its life). */
+void pc_tcb_addr(const struct pc_tcb *c, uint32_t *laddr, uint16_t *lport, uint32_t *raddr,
+                 uint16_t *rport);
 
 /** Fill @out for @c. */
 void pc_tcb_info(const struct pc_tcb *c, struct pc_tcb_info *out);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The application's side of a connection: connect, send, close, abort and
- * the options; the send ring; and the receive path that hands data to
- * on_data.
+ * The application's side of a connection: connect, close, abort and the
+ * options, and the receive path that hands data to on_data (sending is
+ * tcp_send.c's).
  *
  * Receiving costs no copy while the application keeps up: in-order data
  * goes to on_data straight from the caller's segment. Only what cannot be
@@ -38,13 +38,16 @@ static uint32_t pow2_at_least(uint32_t n)
         return p;
 }
 
-static const struct pc_tcpe_callbacks *app(const struct pc_tcb *c)
-{
-        return (c->flags & (TF_OPEN | TF_NOTIFY | TF_DEAD)) == TF_OPEN ? c->cb : NULL;
-}
-
 void pc__tcb_free_bufs(struct pc_tcb *c)
 {
+        if (c->sref_n)
+                pc__tcb_refs_release(c, true);
+        if (c->sref) {
+                pc__tcp_mem(c->e, -(int64_t)(c->sref_cap * sizeof(*c->sref)));
+                free(c->sref);
+                c->sref = NULL;
+                c->sref_cap = c->sref_n = c->sref_head = 0;
+        }
         if (c->sbuf) {
                 pc__tcp_mem(c->e, -(int64_t)c->sbuf_size);
                 free(c->sbuf);
@@ -115,101 +118,6 @@ int pc_tcpe_connect(struct pc_tcpe *e, uint32_t laddr, uint16_t lport, uint32_t 
         if (out)
                 *out = c;
         return 0;
-}
-
-/* ---- Sending -------------------------------------------------------------- */
-
-static void ring_copy_in(uint8_t *ring, uint32_t size, uint32_t seq, const uint8_t *p,
-                         size_t len)
-{
-        uint32_t off = seq & (size - 1), n = min_u32((uint32_t)len, size - off);
-
-        memcpy(ring + off, p, n);
-        if (len > n)
-                memcpy(ring, p + n, len - n);
-}
-
-static int sbuf_reserve(struct pc_tcb *c, uint32_t need)
-{
-        uint32_t size = c->sbuf_size ? c->sbuf_size : TCP_SBUF_MIN, start, n;
-        uint8_t *nb;
-
-        if (c->sbuf && c->sbuf_size >= need)
-                return 0;
-        while (size < need)
-                size *= 2;
-        nb = malloc(size);
-        if (nb == NULL)
-                return -ENOMEM;
-        /* Re-place what is queued: byte s lives at s mod size. */
-        start = snd_data_start(c);
-        n = snd_buffered(c);
-        if (n) {
-                uint32_t off = start & (c->sbuf_size - 1), k = min_u32(n, c->sbuf_size - off);
-                ring_copy_in(nb, size, start, c->sbuf + off, k);
-                if (n > k)
-                        ring_copy_in(nb, size, start + k, c->sbuf, n - k);
-        }
-        if (c->sbuf) {
-                pc__tcp_mem(c->e, -(int64_t)c->sbuf_size);
-                free(c->sbuf);
-        }
-        pc__tcp_mem(c->e, size);
-        c->sbuf = nb;
-        c->sbuf_size = size;
-        return 0;
-}
-
-int pc_tcb_send(struct pc_tcb *c, const void *data, size_t len)
-{
-        struct pc_tcpe *e;
-        uint32_t buffered;
-        int rc;
-
-        if (c == NULL || (data == NULL && len))
-                return -EINVAL;
-        if (app(c) == NULL || (c->flags & TF_FIN_QUEUED))
-                return -EPIPE;
-        if (c->state != PC_TCP_SYN_SENT_STATE && c->state != PC_TCP_SYN_RCVD_STATE &&
-            c->state != PC_TCP_ESTABLISHED && c->state != PC_TCP_CLOSE_WAIT)
-                return -EPIPE;
-        if (len == 0)
-                return 0;
-        e = c->e;
-        if (len > e->cfg.snd_cap)
-                return -EMSGSIZE;
-        buffered = snd_buffered(c);
-        if (buffered + len > e->cfg.snd_cap) {
-                c->flags |= TF_WANT_WRITABLE;
-                e->st.send_refused++;
-                return -ENOBUFS;
-        }
-        rc = sbuf_reserve(c, buffered + (uint32_t)len);
-        if (rc)
-                return rc;
-        ring_copy_in(c->sbuf, c->sbuf_size, c->snd_end, data, len);
-        c->snd_end += (uint32_t)len;
-        pc__tcb_pending(c);
-        return 0;
-}
-
-void pc__tcb_acked(struct pc_tcb *c)
-{
-        const struct pc_tcpe_callbacks *cb = app(c);
-        uint32_t half = c->e->cfg.snd_cap / 2;
-
-        if (snd_buffered(c) > half)
-                return;
-        if ((c->flags & TF_WANT_WRITABLE) && !(c->flags & TF_FIN_QUEUED)) {
-                c->flags &= ~TF_WANT_WRITABLE;
-                if (cb && cb->on_writable) {
-                        cb->on_writable(c, c->arg);
-                        if (c->flags & TF_DEAD)
-                                return;
-                }
-        }
-        if (c->flags & TF_BACKPRESSURE)
-                pc__tcb_deliver(c);
 }
 
 /* ---- Closing -------------------------------------------------------------- */
@@ -386,6 +294,18 @@ void pc_tcb_info(const struct pc_tcb *c, struct pc_tcb_info *o)
         o->buffered = snd_buffered(c);
         o->held = rcv_data_end(c) - c->rcv_read;
         o->ooo = c->nooo;
+        o->refs = c->sref_n;
+        o->nodelay = (c->flags & TF_NODELAY) != 0;
+        o->keepalive = (c->flags & TF_KEEPALIVE) != 0;
+}
+
+void pc_tcb_addr(const struct pc_tcb *c, uint32_t *laddr, uint16_t *lport, uint32_t *raddr,
+                 uint16_t *rport)
+{
+        *laddr = c->laddr;
+        *lport = c->lport;
+        *raddr = c->raddr;
+        *rport = c->rport;
 }
 
 /* ---- Receiving ------------------------------------------------------------ */
@@ -410,7 +330,7 @@ static bool can_deliver(struct pc_tcb *c)
         const struct pc_tcpe_config *cfg = &c->e->cfg;
         uint32_t buffered;
 
-        if ((c->flags & (TF_PAUSED | TF_APP_CLOSED)) || app(c) == NULL)
+        if ((c->flags & (TF_PAUSED | TF_APP_CLOSED)) || tcb_app(c) == NULL)
                 return false;
         if (cfg->no_backpressure)
                 return true;
@@ -445,7 +365,7 @@ static enum pc_tcp_err ooo_store(struct pc_tcb *c, uint32_t seq, const uint8_t *
                 return PC_TCP_OOO_FULL;
         if (!rbuf_get(c))
                 return PC_TCP_NOMEM;
-        ring_copy_in(c->rbuf, c->rbuf_size, seq, data, len);
+        pc__ring_copy_in(c->rbuf, c->rbuf_size, seq, data, len);
         if (j == i) {
                 memmove(&c->ooo[i + 1], &c->ooo[i], (c->nooo - i) * sizeof(c->ooo[0]));
                 c->nooo++;
@@ -480,7 +400,7 @@ enum pc_tcp_err pc__tcb_rcv_data(struct pc_tcb *c, uint32_t seq, const uint8_t *
                 c->rcv_nxt += n;
                 c->rcv_read += n;
                 c->rcv_unacked += n;
-                cb = app(c);
+                cb = tcb_app(c);
                 if (cb && cb->on_data)
                         cb->on_data(c, data + off, n, c->arg);
                 if (c->flags & (TF_DEAD | TF_APP_CLOSED))
@@ -490,7 +410,7 @@ enum pc_tcp_err pc__tcb_rcv_data(struct pc_tcb *c, uint32_t seq, const uint8_t *
         if (off < len) {
                 if (!rbuf_get(c))
                         return PC_TCP_NOMEM;
-                ring_copy_in(c->rbuf, c->rbuf_size, c->rcv_nxt, data + off, len - off);
+                pc__ring_copy_in(c->rbuf, c->rbuf_size, c->rcv_nxt, data + off, len - off);
                 c->rcv_nxt += (uint32_t)(len - off);
                 c->rcv_unacked += (uint32_t)(len - off);
         }
@@ -518,7 +438,7 @@ void pc__tcb_deliver(struct pc_tcb *c)
                 uint32_t n = min_u32(min_u32(end - c->rcv_read, rx_chunk), c->rbuf_size - off);
                 c->rcv_read += n;
                 moved = true;
-                cb = app(c);
+                cb = tcb_app(c);
                 if (cb && cb->on_data)
                         cb->on_data(c, c->rbuf + off, n, c->arg);
                 if (c->flags & TF_DEAD)
@@ -531,7 +451,7 @@ void pc__tcb_deliver(struct pc_tcb *c)
         }
         if ((c->flags & (TF_FIN_RCVD | TF_EOF_DONE)) != TF_FIN_RCVD || c->rcv_read != c->fin_seq)
                 return;
-        if ((c->flags & (TF_PAUSED | TF_APP_CLOSED)) || (cb = app(c)) == NULL)
+        if ((c->flags & (TF_PAUSED | TF_APP_CLOSED)) || (cb = tcb_app(c)) == NULL)
                 return;
         c->flags |= TF_EOF_DONE;
         if (cb->on_data) {

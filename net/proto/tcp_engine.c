@@ -258,6 +258,38 @@ int pc_tcpe_listen(struct pc_tcpe *e, uint32_t addr, uint16_t port,
         return 0;
 }
 
+int pc_tcpe_unlisten(struct pc_tcpe *e, uint32_t addr, uint16_t port)
+{
+        struct tcp_listener *l = NULL;
+
+        if (e == NULL || port == 0)
+                return -EINVAL;
+        for (unsigned i = 0; i < TCP_MAX_LISTEN && l == NULL; i++)
+                if (e->lst[i].used && e->lst[i].addr == addr && e->lst[i].port == port)
+                        l = &e->lst[i];
+        if (l == NULL)
+                return -ENOENT;
+        /* Its half-open connections would be accepted through it: reset
+         * them (the application never heard of them). The others only
+         * forget where they came from: the slot may serve another. */
+        for (uint32_t i = 0; i <= e->tab_mask; i++) {
+                struct pc_tcb *c = e->tab[i], *n;
+
+                for (; c; c = n) {
+                        n = c->hnext;
+                        if (c->lst != l)
+                                continue;
+                        if (c->state == PC_TCP_SYN_RCVD_STATE) {
+                                pc__tcb_send_rst(c);
+                                pc__tcb_done(c, 0);
+                        }
+                        c->lst = NULL;
+                }
+        }
+        memset(l, 0, sizeof(*l));
+        return 0;
+}
+
 struct tcp_listener *pc__tcp_listener(struct pc_tcpe *e, uint32_t addr, uint16_t port)
 {
         struct tcp_listener *any = NULL;
@@ -476,6 +508,10 @@ void pc__tcp_reap(struct pc_tcpe *e)
         while ((c = e->reap) != NULL) {
                 e->reap = c->rnext;
                 c->flags &= ~TF_REAP;
+                /* What the application lent us goes back before it hears
+                 * the end. */
+                if (c->sref_n && (c->flags & (TF_DEAD | TF_NOTIFY)))
+                        pc__tcb_refs_release(c, true);
                 if (c->flags & TF_NOTIFY) {
                         const struct pc_tcpe_callbacks *cb = c->cb;
                         c->flags &= ~(TF_NOTIFY | TF_OPEN);
@@ -549,7 +585,25 @@ static int audit_tcb(const struct pc_tcpe *e, const struct pc_tcb *c)
         AUDIT(seq_le(c->snd_una, c->snd_nxt) && seq_le(c->snd_nxt, c->snd_max));
         AUDIT(seq_le(c->snd_max, c->snd_end + ((c->flags & TF_FIN_QUEUED) ? 1 : 0)));
         AUDIT(snd_buffered(c) <= e->cfg.snd_cap);
-        AUDIT(snd_buffered(c) == 0 || (c->sbuf && snd_buffered(c) <= c->sbuf_size));
+        AUDIT(c->sref_n <= c->sref_cap && c->sref_n <= PC_TCP_SREF_MAX);
+        {
+                /* Every byte queued is in the ring or in a reference. */
+                uint32_t refs = 0, start = snd_data_start(c), ring;
+
+                for (uint32_t k = 0; k < c->sref_n; k++) {
+                        const struct tcp_sref *r = &c->sref[(c->sref_head + k) &
+                                                            (c->sref_cap - 1)];
+                        uint32_t from = seq_gt(start, r->seq) ? start : r->seq;
+                        AUDIT(seq_le(r->seq + r->len, c->snd_end));
+                        AUDIT(k == 0 || seq_ge(r->seq, c->sref[(c->sref_head + k - 1) &
+                                                               (c->sref_cap - 1)].seq));
+                        if (seq_gt(r->seq + r->len, from))
+                                refs += r->seq + r->len - from;
+                }
+                ring = snd_buffered(c) - refs;
+                AUDIT(refs <= snd_buffered(c));
+                AUDIT(ring == 0 || (c->sbuf && ring <= c->sbuf_size));
+        }
         if (c->state == PC_TCP_SYN_SENT_STATE)
                 return 0;
         AUDIT(seq_le(c->rcv_read, c->rcv_nxt));
@@ -582,13 +636,15 @@ int pc_tcpe_audit(const struct pc_tcpe *e)
                         n++;
                         syn += c->state == PC_TCP_SYN_RCVD_STATE;
                         tw += c->state == PC_TCP_TIME_WAIT;
-                        mem += (c->sbuf ? c->sbuf_size : 0) + (c->rbuf ? c->rbuf_size : 0);
+                        mem += (c->sbuf ? c->sbuf_size : 0) + (c->rbuf ? c->rbuf_size : 0) +
+                               c->sref_cap * sizeof(struct tcp_sref);
                 }
         for (const struct pc_tcb *c = e->tw_head; c; c = c->tw_next)
                 twl++;
         for (const struct pc_tcb *c = e->reap; c; c = c->rnext)
                 if (c->flags & TF_DEAD)
-                        mem += (c->sbuf ? c->sbuf_size : 0) + (c->rbuf ? c->rbuf_size : 0);
+                        mem += (c->sbuf ? c->sbuf_size : 0) + (c->rbuf ? c->rbuf_size : 0) +
+                               c->sref_cap * sizeof(struct tcp_sref);
         AUDIT(n == e->nconns && n == e->st.conns && n <= e->cfg.max_conns);
         AUDIT(syn == e->st.syn_rcvd && tw == e->st.time_wait && tw == twl);
         AUDIT(mem == e->st.mem);

@@ -10,6 +10,9 @@
  * queued (and, with Nagle on, nothing is unacknowledged), or fills half of
  * the largest window the peer offered, or the persist timer forces it. The
  * FIN rides on the last data segment, or alone once everything is sent.
+ * A segment's payload is a few pieces (tcp_send.c): the ring's, and the
+ * application's bytes held by reference; one that references cut short
+ * goes as a full one would.
  * Every segment carries an ACK (the SYN of an active open excepted), and
  * so answers any ACK owed.
  */
@@ -17,35 +20,45 @@
 
 #include "tcp_pvt.h"
 
-/* The sum of two consecutive pieces: a piece that starts at an odd offset
+/* The sum of consecutive pieces: a piece that starts at an odd offset
  * contributes its own sum byte-swapped (RFC 1071 2(B)). */
-static uint32_t csum_pieces(uint32_t sum, const uint8_t *d0, size_t l0, const uint8_t *d1,
-                            size_t l1)
+static uint32_t csum_pieces(uint32_t sum, const uint8_t *const *d, const size_t *l,
+                            unsigned n)
 {
-        uint32_t s1;
+        size_t off = 0;
 
-        if (l0)
-                sum = pc_csum_add(sum, d0, l0);
-        if (l1 == 0)
-                return sum;
-        s1 = pc_csum_add(0, d1, l1);
-        if (l0 & 1)
-                s1 = (s1 & 0xff) << 8 | s1 >> 8;
-        sum += s1;
-        return (sum & 0xffff) + (sum >> 16);
+        for (unsigned i = 0; i < n; i++) {
+                uint32_t s;
+
+                if (l[i] == 0)
+                        continue;
+                s = pc_csum_add(0, d[i], l[i]);
+                if (off & 1)
+                        s = (s & 0xff) << 8 | s >> 8;
+                sum += s;
+                sum = (sum & 0xffff) + (sum >> 16);
+                off += l[i];
+        }
+        return sum;
 }
 
-void pc__tcp_emit(struct pc_tcpe *e, struct pc_tcb *c, uint32_t saddr, uint32_t daddr,
-                  uint16_t sport, uint16_t dport, uint32_t seq, uint32_t ack, uint8_t flags,
-                  uint16_t wnd, const uint8_t *opts, size_t optlen, const uint8_t *d0,
-                  size_t l0, const uint8_t *d1, size_t l1)
+void pc__tcp_emitv(struct pc_tcpe *e, struct pc_tcb *c, uint32_t saddr, uint32_t daddr,
+                   uint16_t sport, uint16_t dport, uint32_t seq, uint32_t ack, uint8_t flags,
+                   uint16_t wnd, const uint8_t *opts, size_t optlen, const uint8_t *const *d,
+                   const size_t *l, unsigned n)
 {
         uint8_t h[TCP_HDR_MAX];
         uint8_t *t = h + PC_IPV4_HLEN;
-        size_t thl = PC_TCP_HLEN + optlen, tlen = thl + l0 + l1;
+        size_t thl = PC_TCP_HLEN + optlen, dlen = 0, tlen;
         struct pc_tcp_frame f;
         uint32_t sum;
 
+        for (unsigned i = 0; i < n; i++) {
+                f.data[i] = d[i];
+                f.data_len[i] = l[i];
+                dlen += l[i];
+        }
+        tlen = thl + dlen;
         pc_ipv4_build(h, PC_IPV4_HLEN + tlen, PC_IPPROTO_TCP, saddr, daddr);
         pc_wr16(t, sport);
         pc_wr16(t + 2, dport);
@@ -59,24 +72,42 @@ void pc__tcp_emit(struct pc_tcpe *e, struct pc_tcb *c, uint32_t saddr, uint32_t 
         if (optlen)
                 memcpy(t + PC_TCP_HLEN, opts, optlen);
         sum = pc_csum_add(pc_ipv4_pseudo(saddr, daddr, PC_IPPROTO_TCP, tlen), t, thl);
-        pc_wr16(t + 16, pc_csum_fold(csum_pieces(sum, d0, l0, d1, l1)));
+        pc_wr16(t + 16, pc_csum_fold(csum_pieces(sum, d, l, n)));
 
         f.saddr = saddr;
         f.daddr = daddr;
         f.hdr = h;
         f.hdr_len = PC_IPV4_HLEN + thl;
-        f.data[0] = d0;
-        f.data_len[0] = l0;
-        f.data[1] = d1;
-        f.data_len[1] = l1;
+        f.pieces = n;
         f.len = PC_IPV4_HLEN + tlen;
         f.conn = c;
         e->st.segs_out++;
-        e->st.bytes_out += l0 + l1;
+        e->st.bytes_out += dlen;
         if (flags & PC_TCP_RST)
                 e->st.resets_out++;
         if (e->ops.emit(e->ctx, &f) != 0)
                 e->st.tx_errors++;
+}
+
+void pc__tcp_emit(struct pc_tcpe *e, struct pc_tcb *c, uint32_t saddr, uint32_t daddr,
+                  uint16_t sport, uint16_t dport, uint32_t seq, uint32_t ack, uint8_t flags,
+                  uint16_t wnd, const uint8_t *opts, size_t optlen, const uint8_t *d0,
+                  size_t l0, const uint8_t *d1, size_t l1)
+{
+        const uint8_t *d[2];
+        size_t l[2];
+        unsigned n = 0;
+
+        if (l0) {
+                d[n] = d0;
+                l[n++] = l0;
+        }
+        if (l1) {
+                d[n] = d1;
+                l[n++] = l1;
+        }
+        pc__tcp_emitv(e, c, saddr, daddr, sport, dport, seq, ack, flags, wnd, opts, optlen, d, l,
+                      n);
 }
 
 bool pc__tcp_challenge_ok(struct pc_tcpe *e)
@@ -128,19 +159,31 @@ static void ack_sent(struct pc_tcb *c, uint32_t wnd)
 static void emit_tcb(struct pc_tcb *c, uint32_t seq, uint8_t flags, uint32_t wnd,
                      const uint8_t *opts, size_t optlen, uint32_t dseq, uint32_t len)
 {
-        const uint8_t *d0 = NULL, *d1 = NULL;
-        size_t l0 = 0, l1 = 0;
+        const uint8_t *d[PC_TCP_FRAME_PIECES] = {NULL};
+        size_t l[PC_TCP_FRAME_PIECES] = {0};
+        unsigned n = 0;
+        uint32_t covered;
 
-        if (len) {
-                uint32_t mask = c->sbuf_size - 1, off = dseq & mask;
-                l0 = min_u32(len, c->sbuf_size - off);
-                d0 = c->sbuf + off;
-                l1 = len - l0;
-                d1 = l1 ? c->sbuf : NULL;
-        }
-        pc__tcp_emit(c->e, c, c->laddr, c->raddr, c->lport, c->rport, seq, c->rcv_nxt, flags,
-                     (uint16_t)((flags & PC_TCP_SYN) ? wnd : wnd >> c->rcv_ws), opts, optlen,
-                     d0, l0, d1, l1);
+        /* The callers cut @len to what fits (seg_fit()). */
+        if (len)
+                n = pc__tcb_pieces(c, dseq, len, d, l, &covered);
+        pc__tcp_emitv(c->e, c, c->laddr, c->raddr, c->lport, c->rport, seq, c->rcv_nxt, flags,
+                      (uint16_t)((flags & PC_TCP_SYN) ? wnd : wnd >> c->rcv_ws), opts, optlen, d,
+                      l, n);
+}
+
+/* How much of @len bytes from @seq one segment can carry: all of it
+ * unless references split it into more than PC_TCP_FRAME_PIECES. */
+static uint32_t seg_fit(const struct pc_tcb *c, uint32_t seq, uint32_t len)
+{
+        const uint8_t *d[PC_TCP_FRAME_PIECES];
+        size_t l[PC_TCP_FRAME_PIECES];
+        uint32_t covered;
+
+        if (c->sref_n == 0 || len == 0)
+                return len;
+        pc__tcb_pieces(c, seq, len, d, l, &covered);
+        return covered;
 }
 
 /* A segment without data, SYN or FIN carries SND.MAX, not SND.NXT: after
@@ -281,7 +324,7 @@ static void send_probe(struct pc_tcb *c)
                              (c->flags & TF_FIN_QUEUED) && c->snd_una + 1 == c->snd_end, true);
                 return;
         }
-        len = min_u32(min_u32(usable, avail), c->mss);
+        len = seg_fit(c, c->snd_nxt, min_u32(min_u32(usable, avail), c->mss));
         send_segment(c, c->snd_nxt, len,
                      (c->flags & TF_FIN_QUEUED) && c->snd_nxt + len == c->snd_end, true);
 }
@@ -315,6 +358,13 @@ void pc__tcb_output(struct pc_tcb *c)
         bool sent = false;
         uint32_t avail = 0;
 
+        /* A reference of no bytes waits only for what was queued before
+         * it, which may all be acknowledged already. */
+        if (c->sref_n) {
+                pc__tcb_refs_release(c, false);
+                if (c->flags & TF_DEAD)
+                        return;
+        }
         switch (c->state) {
         case PC_TCP_SYN_SENT_STATE:
         case PC_TCP_SYN_RCVD_STATE:
@@ -335,7 +385,7 @@ void pc__tcb_output(struct pc_tcb *c)
                 /* Fast retransmit, or NewReno's partial ACK: the first
                  * unacknowledged segment, whatever the windows say. */
                 uint32_t n = seq_lt(c->snd_una, c->snd_end) ? c->snd_end - c->snd_una : 0;
-                n = min_u32(n, c->mss);
+                n = seg_fit(c, c->snd_una, min_u32(n, c->mss));
                 c->flags &= ~TF_REXMT_ONE;
                 if (n || ((c->flags & TF_FIN_QUEUED) && c->snd_una == c->snd_end)) {
                         send_segment(c, c->snd_una, n,
@@ -352,12 +402,17 @@ void pc__tcb_output(struct pc_tcb *c)
         for (;;) {
                 uint32_t win = min_u32(c->snd_wnd, c->cwnd + limited_transmit(c));
                 uint32_t off = c->snd_nxt - c->snd_una;
-                uint32_t usable = win > off ? win - off : 0, len;
+                uint32_t usable = win > off ? win - off : 0, len, fit;
                 bool fin;
 
                 avail = seq_lt(c->snd_nxt, c->snd_end) ? c->snd_end - c->snd_nxt : 0;
                 len = min_u32(min_u32(avail, usable), c->mss);
-                if (len && !sws_ok(c, len, avail))
+                /* A segment cut short by its pieces goes as a full one:
+                 * more follows at once. */
+                fit = seg_fit(c, c->snd_nxt, len);
+                if (fit < len)
+                        len = fit;
+                else if (len && !sws_ok(c, len, avail))
                         len = 0;
                 fin = (c->flags & TF_FIN_QUEUED) && c->snd_nxt + len == c->snd_end;
                 if (len == 0 && !fin)

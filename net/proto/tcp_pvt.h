@@ -4,13 +4,18 @@
  * listeners, connection table, lifecycle), tcp_timer.c (the deadline heap
  * and what each timer does), tcp_input.c (SEGMENT ARRIVES), tcp_output.c
  * (segments out), tcp_opts.c (header and options), tcp_isn.c (keyed hash,
- * ISNs, cookies), tcp_conn.c (the application's calls, buffers, delivery).
+ * ISNs, cookies), tcp_conn.c (the application's calls, buffers, delivery),
+ * tcp_send.c (what the application queues: the ring and references).
  *
  * Sequence space, for a connection: the SYN is at iss; data byte i is at
  * iss + 1 + i; snd_end is one past the last queued byte, and our FIN, once
  * queued, is at snd_end. snd_una <= snd_nxt <= snd_max <= snd_end + 1.
- * The send ring holds [max(snd_una, iss + 1), snd_end), byte s at
- * sbuf[s & (sbuf_size - 1)]. On receive, rcv_read <= rcv_nxt: the bytes
+ * Queued data is [max(snd_una, iss + 1), snd_end): the ranges given by
+ * reference (pc_tcb_send_ref()) are listed in sref, oldest first, and the
+ * send ring holds the rest, copied, without gaps: its byte for sequence
+ * number s is at ring position s - (reference bytes queued before s),
+ * sbuf[pos & (sbuf_size - 1)]. Without references that is s itself, less
+ * a constant. On receive, rcv_read <= rcv_nxt: the bytes
  * between are held in the receive ring (at rbuf[s & (rbuf_size - 1)]),
  * waiting for the application; out-of-order ranges lie in (rcv_nxt,
  * rcv_read + rcv_space], in the same ring.
@@ -20,6 +25,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "pc_proto.h"
 #include "pc_tcp.h"
@@ -31,6 +37,7 @@
 #define TCP_DEFAULT_MSS 536          /* peer MSS without the option */
 #define TCP_MIN_MSS 64               /* smaller MSS options are raised */
 #define TCP_SBUF_MIN 4096            /* first send ring */
+#define TCP_SREF_MIN 8               /* first list of send references */
 #define TCP_FREE_KEEP 64             /* connection structs kept for reuse */
 #define TCP_COOKIE_PERIOD_NS (64ull * 1000000000ull) /* a cookie lives 1-2 */
 #define TCP_PERSIST_MIN_NS 200000000ull /* first window probe after 200 ms */
@@ -71,6 +78,15 @@
 
 struct tcp_range {
         uint32_t start, end;
+};
+
+/* Bytes queued by reference: [seq, seq + len) at p. @rb: reference bytes
+ * queued before this one (mod 2^32), which places the ring's bytes. */
+struct tcp_sref {
+        uint32_t seq, len, rb;
+        const uint8_t *p;
+        pc_tcb_ref_fn done;
+        void *arg;
 };
 
 struct tcp_listener {
@@ -118,6 +134,11 @@ struct pc_tcb {
         unsigned persist_n;      /* window probes since the window shut */
         uint8_t *sbuf;
         uint32_t sbuf_size;
+        struct tcp_sref *sref;   /* a ring of sref_cap (a power of two) */
+        uint32_t sref_head, sref_n, sref_cap;
+        uint32_t sref_bytes;     /* reference bytes ever queued */
+        uint32_t snd_queued, snd_acked; /* data bytes ever queued / reported
+                                           to on_acked (mod 2^32) */
 
         /* Receive side. */
         uint32_t irs, rcv_nxt, rcv_read, rcv_adv, fin_seq;
@@ -195,6 +216,23 @@ static inline uint64_t min_u64(uint64_t a, uint64_t b)
         return a < b ? a : b;
 }
 
+/* The application's callbacks while it may hear of @c, else NULL. */
+static inline const struct pc_tcpe_callbacks *tcb_app(const struct pc_tcb *c)
+{
+        return (c->flags & (TF_OPEN | TF_NOTIFY | TF_DEAD)) == TF_OPEN ? c->cb : NULL;
+}
+
+/* Copy @len bytes to the ring of @size bytes at position @pos (wrapping). */
+static inline void pc__ring_copy_in(uint8_t *ring, uint32_t size, uint32_t pos, const uint8_t *p,
+                                    size_t len)
+{
+        uint32_t off = pos & (size - 1), n = min_u32((uint32_t)len, size - off);
+
+        memcpy(ring + off, p, n);
+        if (len > n)
+                memcpy(ring, p + n, len - n);
+}
+
 static inline bool tcb_synced(const struct pc_tcb *c)
 {
         return c->state >= PC_TCP_ESTABLISHED;
@@ -265,6 +303,11 @@ void pc__tcp_emit(struct pc_tcpe *e, struct pc_tcb *c, uint32_t saddr, uint32_t 
                   uint16_t sport, uint16_t dport, uint32_t seq, uint32_t ack, uint8_t flags,
                   uint16_t wnd, const uint8_t *opts, size_t optlen, const uint8_t *d0,
                   size_t l0, const uint8_t *d1, size_t l1);
+/* pc__tcp_emit() of @n payload pieces (at most PC_TCP_FRAME_PIECES). */
+void pc__tcp_emitv(struct pc_tcpe *e, struct pc_tcb *c, uint32_t saddr, uint32_t daddr,
+                   uint16_t sport, uint16_t dport, uint32_t seq, uint32_t ack, uint8_t flags,
+                   uint16_t wnd, const uint8_t *opts, size_t optlen, const uint8_t *const *d,
+                   const size_t *l, unsigned n);
 bool pc__tcp_challenge_ok(struct pc_tcpe *e);
 uint32_t pc__tcb_rcv_wnd(const struct pc_tcb *c);
 
@@ -281,11 +324,20 @@ uint16_t pc__tcp_cookie_check(struct pc_tcpe *e, uint32_t laddr, uint16_t lport,
                               uint32_t raddr, uint16_t rport, uint32_t peer_isn,
                               uint32_t cookie);
 
+/* tcp_send.c */
+uint32_t pc__tcb_ring_pos(const struct pc_tcb *c, uint32_t s);
+/* The pieces of @len bytes from @seq, at most PC_TCP_FRAME_PIECES of
+ * them: how many, and in *@covered how many bytes they hold. */
+unsigned pc__tcb_pieces(const struct pc_tcb *c, uint32_t seq, uint32_t len, const uint8_t **d,
+                        size_t *l, uint32_t *covered);
+/* Give back the references the peer acknowledged (@all: every one). */
+void pc__tcb_refs_release(struct pc_tcb *c, bool all);
+void pc__tcb_acked(struct pc_tcb *c);
+
 /* tcp_conn.c */
 enum pc_tcp_err pc__tcb_rcv_data(struct pc_tcb *c, uint32_t seq, const uint8_t *data,
                                  size_t len);
 void pc__tcb_deliver(struct pc_tcb *c);
-void pc__tcb_acked(struct pc_tcb *c);
 void pc__tcb_free_bufs(struct pc_tcb *c);
 int pc__tcb_close(struct pc_tcb *c);
 

@@ -80,7 +80,8 @@ static int emit(void *ctx, const struct pc_tcp_frame *f)
         CHECK(f->len <= sizeof(buf) && f->hdr_len <= f->len);
         memcpy(buf, f->hdr, f->hdr_len);
         n = f->hdr_len;
-        for (int i = 0; i < 2; i++) {
+        CHECK(f->pieces <= PC_TCP_FRAME_PIECES);
+        for (unsigned i = 0; i < f->pieces; i++) {
                 CHECK(n + f->data_len[i] <= f->len);
                 if (f->data_len[i])
                         memcpy(buf + n, f->data[i], f->data_len[i]);
@@ -129,7 +130,12 @@ static void on_writable(struct pc_tcb *c, void *arg)
         (void)c, (void)arg;
 }
 
-static const struct pc_tcpe_callbacks cb = {on_accept, on_data, on_close, on_writable};
+static const struct pc_tcpe_callbacks cb = {
+        .on_accept = on_accept,
+        .on_data = on_data,
+        .on_close = on_close,
+        .on_writable = on_writable,
+};
 
 static void wr32(uint8_t *b, uint32_t v)
 {

@@ -106,7 +106,10 @@ static int wire_emit(void *ctx, const struct pc_tcp_frame *f)
         to = 1 - from;
         memcpy(buf, f->hdr, f->hdr_len);
         n = f->hdr_len;
-        for (int i = 0; i < 2; i++) {
+        assert_true(f->pieces <= PC_TCP_FRAME_PIECES);
+        if (f->pieces > w->max_pieces)
+                w->max_pieces = f->pieces;
+        for (unsigned i = 0; i < f->pieces; i++) {
                 if (f->data_len[i])
                         memcpy(buf + n, f->data[i], f->data_len[i]);
                 n += f->data_len[i];
@@ -401,11 +404,21 @@ static void app_writable(struct pc_tcb *c, void *arg)
         tapp_pump(a);
 }
 
+static void app_acked(struct pc_tcb *c, size_t n, void *arg)
+{
+        struct tapp *a = arg;
+
+        assert_ptr_equal(a->c, c);
+        assert_true(n > 0);
+        a->acked += n;
+}
+
 const struct pc_tcpe_callbacks tapp_cb = {
         .on_accept = app_accept,
         .on_data = app_data,
         .on_close = app_close,
         .on_writable = app_writable,
+        .on_acked = app_acked,
 };
 
 static struct tapp *srv_app(struct pc_tcb *c)
@@ -444,9 +457,16 @@ static void srv_writable(struct pc_tcb *c, void *arg)
         app_writable(c, srv_app(c));
 }
 
+static void srv_acked(struct pc_tcb *c, size_t n, void *arg)
+{
+        (void)arg;
+        app_acked(c, n, srv_app(c));
+}
+
 const struct pc_tcpe_callbacks tserver_cb = {
         .on_accept = srv_accept,
         .on_data = srv_data,
         .on_close = srv_close,
         .on_writable = srv_writable,
+        .on_acked = srv_acked,
 };

@@ -63,6 +63,7 @@ struct wire {
         void *filter_arg;
         bool fail_drops; /* a dropped segment is an emit failure (-ENOBUFS) */
         uint64_t sent[2], data_segs[2], dropped, duped;
+        unsigned max_pieces; /* most payload pieces of one emitted frame */
         struct wire_cap cap[WIRE_NCAP]; /* the last ones, a ring */
         size_t ncap;                    /* captured in all */
         int ctx[2];
@@ -112,6 +113,7 @@ struct tapp {
         struct pc_tcb *c;
         int side;
         unsigned accepted, closed, eof, writable;
+        uint64_t acked; /* bytes on_acked reported */
         int close_err;
         uint8_t *rx;
         size_t rx_len, rx_cap;
