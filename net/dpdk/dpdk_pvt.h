@@ -55,9 +55,26 @@ struct pc__dconn {
         const struct pc_tcp_callbacks *cb;
         void *arg;
         struct pc__dconn *prev, *next; /* the queue's list, for port close */
-        bool f_self_closed; /* pc_conn_close() was called */
+        bool f_self_closed; /* pc_conn_close() or pc_conn_abort() was called */
+        int abort_err;      /* on_close's error after our abort, 0: the engine's */
+        /* Set before on_accept, then fixed: pc_conn_peer()/pc_conn_local()
+         * read them from any thread. */
+        bool addr_ok;
+        uint16_t lport, rport;
+        uint32_t laddr, raddr;
         /* Fiber service (net/tcp_fiber.c, hooks in tcp_fiber.c). */
         struct pc__fconn fc;
+};
+
+/* A listener (a struct pc_tcp_listener *): every queue's engine listens,
+ * until pc_tcp_listener_close() or a drain (tcp_ops.c). */
+struct pc__dlistener {
+        struct pc__listener_base base; /* first: pc_net's dispatch reads it */
+        struct pc_port *p;
+        const struct pc_tcp_callbacks *cb;
+        void *arg;
+        void *owned; /* freed with the listener (pc_tcp_serve_dpdk's record) */
+        uint16_t port;
 };
 
 /* A TCP frame waiting for its next hop's MAC. */
@@ -98,6 +115,7 @@ struct pc_port_q {
          * handler), its connections, frames waiting for ARP. */
         struct pc_tcpe *tcpe;
         struct pc__dconn *conns;
+        unsigned nconns; /* on @conns: open, or a fiber handler still runs */
         uint16_t next_lport;
         unsigned nhold;
         struct pc_tcp_held hold[PC_TCP_HOLD];
@@ -208,6 +226,22 @@ void pc__dconn_unlink(struct pc__dconn *dc);
 /* pc_tcp_listen_dpdk() whose listener frees @owned when the port closes. */
 int pc__dtcp_listen_owned(struct pc_port *p, uint16_t port, const struct pc_tcp_callbacks *cb,
                           void *arg, void *owned, struct pc_tcp_listener **out);
+
+/* The engine's callbacks for the connections of the service API. */
+extern const struct pc_tcpe_callbacks pc__dtcp_engine_cbs;
+
+/* tcp_ops.c */
+extern const struct pc__listener_ops pc__dlistener_ops;
+/* pc_conn_abort() (on_close then says @err). Its worker. */
+int pc__dconn_abort(struct pc__dconn *dc, int err);
+/* Take @q's engine off the ports of the listeners that were closed. Its
+ * worker, or any thread before the run. */
+void pc__dtcp_listeners_sync(struct pc_port_q *q);
+/* pc_runtime_drain() on @q's worker: every listener of the port closes,
+ * and this worker's engine stops listening. */
+void pc__dtcp_drain(struct pc_port_q *q);
+/* Connections @q's worker still serves. */
+unsigned pc__dtcp_open(const struct pc_port_q *q);
 
 /* tcp_fiber.c */
 /* The connection's memory may go: false while its handler still runs. */

@@ -159,6 +159,9 @@ static void worker_start(struct pc_worker *w, void *arg)
 
         for (unsigned i = 0; i < d->nports; i++) {
                 struct pc_port_q *q = &d->ports[i]->q[w->id];
+                /* A listener closed while no run went on, or whose tasks a
+                 * stopping run dropped. */
+                pc__dtcp_listeners_sync(q);
                 if (q->poller_registered)
                         continue;
                 rc = pc_poller_register(&rx_ops, q, NULL);
@@ -187,6 +190,27 @@ static void worker_stopping(struct pc_worker *w, void *arg)
         for (unsigned i = 0; i < d->nports; i++)
                 if (d->ports[i]->q[w->id].tcpe)
                         pc__dtcp_fibers_cancel(&d->ports[i]->q[w->id]);
+}
+
+/* Drain hooks (pc_runtime_drain()): this worker's engines stop accepting;
+ * it is busy while connections of its queues are open. */
+static void worker_drain(struct pc_worker *w, void *arg)
+{
+        struct pc_dpdk *d = arg;
+
+        for (unsigned i = 0; i < d->nports; i++)
+                if (d->ports[i]->q[w->id].tcpe)
+                        pc__dtcp_drain(&d->ports[i]->q[w->id]);
+}
+
+static unsigned drain_busy(struct pc_worker *w, void *arg)
+{
+        struct pc_dpdk *d = arg;
+        unsigned n = 0;
+
+        for (unsigned i = 0; i < d->nports; i++)
+                n += pc__dtcp_open(&d->ports[i]->q[w->id]);
+        return n;
 }
 
 /* Worker-stop hook: the engines' last counters, for readers off the
@@ -384,6 +408,8 @@ int pc_port_open(struct pc_runtime *rt, const char *name_or_id, const struct pc_
                 d->module.worker_start = worker_start;
                 d->module.worker_stopping = worker_stopping;
                 d->module.worker_stop = worker_stop;
+                d->module.worker_drain = worker_drain;
+                d->module.drain_busy = drain_busy;
                 d->module.metrics = port_metrics;
                 d->module.arg = d;
                 pc__module_add(rt, &d->module);

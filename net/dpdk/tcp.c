@@ -29,6 +29,9 @@
  *     owner with pc_submit() (counted as tcp_handoffs), where it is input
  *     once, never twice.
  *
+ * The service API's operations on these connections and listeners are
+ * tcp_ops.c's.
+ *
  * Output: each frame the engine emits is copied into a fresh mbuf behind
  * an Ethernet header whose destination comes from the shared ARP table
  * (the peer is on the link: no routing). A miss sends an ARP request (at
@@ -52,16 +55,6 @@
 
 static const uint8_t bcast_mac[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
 
-/* A listener (a struct pc_tcp_listener *): every queue's engine listens. */
-struct pc__dlistener {
-        struct pc__listener_base base;
-        struct pc_port *p;
-        const struct pc_tcp_callbacks *cb;
-        void *arg;
-        void *owned; /* freed with the listener (pc_tcp_serve_dpdk's record) */
-        uint16_t port;
-};
-
 static inline struct pc_conn *to_conn(struct pc__dconn *dc)
 {
         return (struct pc_conn *)(void *)dc;
@@ -75,6 +68,7 @@ static void conn_link(struct pc_port_q *q, struct pc__dconn *dc)
         if (q->conns)
                 q->conns->prev = dc;
         q->conns = dc;
+        q->nconns++;
 }
 
 void pc__dconn_unlink(struct pc__dconn *dc)
@@ -87,6 +81,7 @@ void pc__dconn_unlink(struct pc__dconn *dc)
                 q->conns = dc->next;
         if (dc->next)
                 dc->next->prev = dc->prev;
+        q->nconns--;
 }
 
 /* ---- engine callbacks -> service callbacks -------------------------------- */
@@ -111,6 +106,13 @@ static void e_on_accept(struct pc_tcb *c, void *arg)
                         pc_tcb_abort(c);
                         return;
                 }
+                /* Over the listener's limit, or closed meanwhile: a reset,
+                 * nothing else sent, counted refused. */
+                if (!pc__listener_admit(&l->base)) {
+                        free(dc);
+                        pc_tcb_abort(c);
+                        return;
+                }
                 pc__conn_base_init(&dc->base, &pc__dconn_ops, &l->base);
                 dc->tcb = c;
                 dc->cb = l->cb;
@@ -118,6 +120,8 @@ static void e_on_accept(struct pc_tcb *c, void *arg)
                 conn_link(q, dc);
                 pc_tcb_set_data(c, dc);
         }
+        pc_tcb_addr(c, &dc->laddr, &dc->lport, &dc->raddr, &dc->rport);
+        dc->addr_ok = true;
         if (dc->cb->on_accept)
                 dc->cb->on_accept(to_conn(dc), dc->arg);
 }
@@ -127,8 +131,20 @@ static void e_on_data(struct pc_tcb *c, const void *data, size_t len, void *arg)
         struct pc__dconn *dc = dconn_of(c);
 
         (void)arg;
-        if (dc && dc->cb->on_data)
+        if (dc == NULL)
+                return;
+        pc__conn_rx(&dc->base, len);
+        if (dc->cb->on_data)
                 dc->cb->on_data(to_conn(dc), data, len, dc->arg);
+}
+
+static void e_on_acked(struct pc_tcb *c, size_t n, void *arg)
+{
+        struct pc__dconn *dc = dconn_of(c);
+
+        (void)arg;
+        if (dc)
+                pc__conn_tx_done(&dc->base, n);
 }
 
 static void e_on_writable(struct pc_tcb *c, void *arg)
@@ -149,6 +165,8 @@ static void e_on_close(struct pc_tcb *c, int err, void *arg)
                 return; /* a passive one that never reached on_accept */
         pc_tcb_set_data(c, NULL);
         dc->tcb = NULL; /* the engine frees it when this returns */
+        if (dc->abort_err)
+                err = dc->abort_err;
         if (dc->cb->on_close)
                 dc->cb->on_close(to_conn(dc), err, dc->arg);
         if (pc__dconn_release(dc)) {
@@ -157,11 +175,12 @@ static void e_on_close(struct pc_tcb *c, int err, void *arg)
         }
 }
 
-static const struct pc_tcpe_callbacks engine_cbs = {
+const struct pc_tcpe_callbacks pc__dtcp_engine_cbs = {
         .on_accept = e_on_accept,
         .on_data = e_on_data,
         .on_close = e_on_close,
         .on_writable = e_on_writable,
+        .on_acked = e_on_acked,
 };
 
 /* ---- output ----------------------------------------------------------------- */
@@ -469,6 +488,7 @@ void pc__tcp_port_free(struct pc_port *p)
                         pc__dconn_free(dc);
                 }
                 q->conns = NULL;
+                q->nconns = 0;
                 for (unsigned k = 0; k < q->nhold; k++)
                         rte_pktmbuf_free(q->hold[k].m);
                 q->nhold = 0;
@@ -483,15 +503,6 @@ void pc__tcp_port_free(struct pc_port *p)
 }
 
 /* ---- service API --------------------------------------------------------------- */
-
-static uint16_t dlistener_port(const struct pc_tcp_listener *l)
-{
-        return ((const struct pc__dlistener *)(const void *)l)->port;
-}
-
-static const struct pc__listener_ops dlistener_ops = {
-        .port = dlistener_port,
-};
 
 int pc_tcp_listen_dpdk(struct pc_port *p, uint16_t port, const struct pc_tcp_callbacks *cb,
                        void *arg, struct pc_tcp_listener **out)
@@ -517,14 +528,14 @@ int pc__dtcp_listen_owned(struct pc_port *p, uint16_t port, const struct pc_tcp_
         l = calloc(1, sizeof(*l));
         if (l == NULL)
                 return -ENOMEM;
-        l->base.ops = &dlistener_ops;
+        l->base.ops = &pc__dlistener_ops;
         l->p = p;
         l->cb = cb;
         l->arg = arg;
         l->port = port;
         l->owned = owned;
         for (unsigned i = 0; i < p->nq; i++) {
-                int rc = pc_tcpe_listen(p->q[i].tcpe, 0, port, &engine_cbs, l);
+                int rc = pc_tcpe_listen(p->q[i].tcpe, 0, port, &pc__dtcp_engine_cbs, l);
                 if (rc) {
                         /* Only the first can fail (the engines are alike),
                          * so no engine listens. */
@@ -563,14 +574,17 @@ int pc_tcp_connect_dpdk(struct pc_port *p, const char *addr, uint16_t port,
         struct pc_worker *w = pc__self;
         struct pc_port_q *q;
         struct in_addr ia;
+        struct in6_addr ia6;
         struct pc__dconn *dc;
         uint32_t raddr;
         int rc = -EADDRNOTAVAIL;
 
         if (w == NULL || p == NULL || w->rt != p->rt)
                 return -EPERM;
-        if (addr == NULL || cb == NULL || port == 0 || inet_pton(AF_INET, addr, &ia) != 1)
+        if (addr == NULL || cb == NULL || port == 0)
                 return -EINVAL;
+        if (inet_pton(AF_INET, addr, &ia) != 1)
+                return inet_pton(AF_INET6, addr, &ia6) == 1 ? -EAFNOSUPPORT : -EINVAL;
         q = &p->q[w->id];
         if (q->tcpe == NULL)
                 return -ENOTSUP;
@@ -592,7 +606,7 @@ int pc_tcp_connect_dpdk(struct pc_port *p, const char *addr, uint16_t port,
                                                                           : (uint16_t)(lport + 1);
                 if (!lport_ok(p, q, raddr, port, lport) || is_listen_port(p, lport))
                         continue;
-                rc = pc_tcpe_connect(q->tcpe, p->ipv4, lport, raddr, port, &engine_cbs, dc,
+                rc = pc_tcpe_connect(q->tcpe, p->ipv4, lport, raddr, port, &pc__dtcp_engine_cbs, dc,
                                      pc_now_ns(), &dc->tcb);
                 if (rc != -EADDRINUSE)
                         break;
@@ -607,89 +621,6 @@ int pc_tcp_connect_dpdk(struct pc_port *p, const char *addr, uint16_t port,
                 *out = to_conn(dc);
         return 0;
 }
-
-static inline struct pc__dconn *dc_of(const struct pc_conn *c)
-{
-        return (struct pc__dconn *)(void *)c;
-}
-
-static bool on_owner(const struct pc__dconn *dc)
-{
-        return pc__self && pc__self->rt == dc->q->port->rt && pc__self->id == dc->q->qid;
-}
-
-/* A connection the engine closed lives on only for its fiber: every call
- * then finds it gone. */
-static int dconn_send(struct pc_conn *c, const void *data, size_t len)
-{
-        struct pc__dconn *dc = dc_of(c);
-
-        if (!on_owner(dc))
-                return -EXDEV;
-        return dc->tcb ? pc_tcb_send(dc->tcb, data, len) : -EPIPE;
-}
-
-int pc_conn_dpdk_info(const struct pc_conn *c, struct pc_tcb_info *out)
-{
-        const struct pc__dconn *dc;
-
-        if (c == NULL || out == NULL || pc__conn_ops(c) != &pc__dconn_ops)
-                return -EINVAL;
-        dc = dc_of(c);
-        if (pc__self && !on_owner(dc))
-                return -EXDEV;
-        if (dc->tcb == NULL)
-                return -ENOTCONN;
-        pc_tcb_info(dc->tcb, out);
-        return 0;
-}
-
-static int dconn_close(struct pc_conn *c)
-{
-        struct pc__dconn *dc = dc_of(c);
-
-        if (!on_owner(dc))
-                return -EXDEV;
-        dc->f_self_closed = true;
-        return dc->tcb ? pc_tcb_close(dc->tcb) : 0;
-}
-
-static int dconn_linger(struct pc_conn *c)
-{
-        struct pc__dconn *dc = dc_of(c);
-
-        if (!on_owner(dc))
-                return -EXDEV;
-        return dc->tcb ? pc_tcb_linger(dc->tcb) : -EPIPE;
-}
-
-static size_t dconn_buffered(const struct pc_conn *c)
-{
-        const struct pc__dconn *dc = dc_of(c);
-
-        return dc->tcb ? pc_tcb_buffered(dc->tcb) : 0;
-}
-
-static unsigned dconn_worker(const struct pc_conn *c)
-{
-        return dc_of(c)->q->qid;
-}
-
-static int dconn_owner(const struct pc_conn *c)
-{
-        return on_owner(dc_of(c)) ? 0 : -EXDEV;
-}
-
-const struct pc__conn_ops pc__dconn_ops = {
-        .name = "dpdk",
-        .owner = dconn_owner,
-        .send = dconn_send,
-        .close = dconn_close,
-        .linger = dconn_linger,
-        .buffered = dconn_buffered,
-        .worker = dconn_worker,
-        .fiber = &pc__dfiber_ops,
-};
 
 int pc_port_tcp_stats(const struct pc_port *p, int queue, struct pc_tcpe_stats *out,
                       uint64_t *handoffs, uint64_t *arp_held, uint64_t *arp_drops)

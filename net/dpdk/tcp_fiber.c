@@ -83,8 +83,7 @@ static void d_pause(struct pc_conn *c, bool on)
 
 static void d_abort(struct pc_conn *c, int err)
 {
-        (void)err;
-        pc_tcb_abort(dc_of(c)->tcb);
+        pc__dconn_abort(dc_of(c), err);
 }
 
 static void d_done(struct pc_conn *c)
