@@ -249,6 +249,15 @@ static void s1_data(struct pc_conn *c, const void *data, size_t len, void *arg)
                 reply[i] = sbyte(i + 7);
         PAIR_CHECK(pc_conn_send(c, reply, C1_REPLY) == 0);
         PAIR_CHECK(pc_conn_close(c) == 0);
+        /* After our close every call that acts is -EPIPE; close again is 0. */
+        PAIR_CHECK(pc_conn_close(c) == 0);
+        PAIR_CHECK(pc_conn_send(c, "x", 1) == -EPIPE);
+        PAIR_CHECK(pc_conn_sendv(c, &(struct iovec){reply, 1}, 1) == -EPIPE);
+        PAIR_CHECK(pc_conn_send_ref(c, reply, 1, ref1_cb, NULL) == -EPIPE);
+        PAIR_CHECK(pc_conn_shutdown(c) == -EPIPE);
+        PAIR_CHECK(pc_conn_set_nodelay(c, false) == -EPIPE);
+        PAIR_CHECK(pc_conn_set_keepalive(c, 5, 1, 1) == -EPIPE);
+        PAIR_CHECK(pc_conn_linger(c) == -EPIPE);
 }
 
 static void s1_close(struct pc_conn *c, int err, void *arg)
