@@ -481,9 +481,13 @@ void pc__tcp_port_free(struct pc_port *p)
 {
         for (unsigned i = 0; p->q && i < p->nq; i++) {
                 struct pc_port_q *q = &p->q[i];
-                struct pc__dconn *dc = q->conns, *n;
+                struct pc__dconn *dc, *n;
 
-                for (; dc; dc = n) {
+                /* The engine first: it gives back the bytes connections
+                 * still hold by reference, while those still exist. */
+                pc_tcpe_destroy(q->tcpe);
+                q->tcpe = NULL;
+                for (dc = q->conns; dc; dc = n) {
                         n = dc->next;
                         pc__dconn_free(dc);
                 }
@@ -492,8 +496,6 @@ void pc__tcp_port_free(struct pc_port *p)
                 for (unsigned k = 0; k < q->nhold; k++)
                         rte_pktmbuf_free(q->hold[k].m);
                 q->nhold = 0;
-                pc_tcpe_destroy(q->tcpe);
-                q->tcpe = NULL;
         }
         for (unsigned i = 0; i < p->ntl; i++) {
                 free(p->tl[i]->owned);

@@ -550,6 +550,65 @@ static void test_fiber(void **state)
         assert_int_equal(atomic_load(&ref3_done), 1);
 }
 
+/* ---- references still held when the runtime is destroyed ------------------------- */
+
+#define PORT_HOLD 8003
+
+static _Atomic unsigned ref4_done, c4_sent;
+static _Atomic uint16_t c4_lport;
+
+/* The peer's acknowledgements of this flow never arrive. */
+static bool c4_watch(bool from_a, uint16_t sport, uint16_t dport, uint8_t flags, size_t len)
+{
+        (void)flags;
+        if (from_a && sport == atomic_load(&c4_lport))
+                atomic_fetch_add(&c4_sent, (unsigned)len);
+        return !from_a && dport == atomic_load(&c4_lport);
+}
+
+static void ref4_cb(void *arg)
+{
+        (void)arg;
+        atomic_fetch_add(&ref4_done, 1);
+}
+
+static void c4_accept(struct pc_conn *c, void *arg)
+{
+        struct sockaddr_storage ss;
+
+        (void)arg;
+        PAIR_CHECK(pc_conn_local(c, &ss) == 0);
+        atomic_store(&c4_lport, addr_port(&ss));
+        PAIR_CHECK(pc_conn_send_ref(c, stream, 3000, ref4_cb, NULL) == 0);
+}
+
+static const struct pc_tcp_callbacks c4_cb = {.on_accept = c4_accept};
+static const struct pc_tcp_callbacks hold_srv_cb;
+
+static void hold_main(void *arg)
+{
+        struct pc_conn *c;
+
+        (void)arg;
+        pair_watch = c4_watch;
+        PAIR_CHECK(pc_tcp_connect_dpdk(pair_a, PAIR_IP_B_STR, PORT_HOLD, &c4_cb, NULL, &c) == 0);
+}
+
+static bool hold_done(void)
+{
+        return atomic_load(&c4_sent) == 3000;
+}
+
+static void test_ref_at_destroy(void **state)
+{
+        (void)state;
+        assert_true(pair_run(hold_main, hold_done, 60));
+        assert_int_equal(atomic_load(&pair_failures), 0);
+        /* Never acknowledged, the connection open: still held. The
+         * teardown's pc_runtime_destroy() gives it back. */
+        assert_int_equal(atomic_load(&ref4_done), 0);
+}
+
 static int setup(void **state)
 {
         (void)state;
@@ -557,6 +616,7 @@ static int setup(void **state)
                 return -1;
         if (pc_tcp_listen_dpdk(pair_b, PORT_CALLS, &s1_cb, NULL, NULL) ||
             pc_tcp_listen_dpdk(pair_b, PORT_ABORT, &s2_cb, NULL, NULL) ||
+            pc_tcp_listen_dpdk(pair_b, PORT_HOLD, &hold_srv_cb, NULL, NULL) ||
             pc_tcp_serve_dpdk(pair_b, PORT_FIBER, fiber_handler, NULL, NULL))
                 return -1;
         return 0;
@@ -576,6 +636,15 @@ int main(void)
                 cmocka_unit_test(test_calls),
                 cmocka_unit_test(test_abort),
                 cmocka_unit_test(test_fiber),
+                cmocka_unit_test(test_ref_at_destroy),
         };
-        return cmocka_run_group_tests(tests, setup, teardown);
+        int rc = cmocka_run_group_tests(tests, setup, teardown);
+
+        /* The teardown destroyed the runtime: test_ref_at_destroy's
+         * reference must have come back then. */
+        if (rc == 0 && atomic_load(&ref4_done) != 1) {
+                fprintf(stderr, "a reference held at pc_runtime_destroy() was not given back\n");
+                rc = 1;
+        }
+        return rc;
 }
