@@ -79,7 +79,8 @@ static void test_errors(void **state)
 struct peer {
         struct pc_conn *c;
         uint64_t got;
-        unsigned eof, closed;
+        unsigned eof;
+        _Atomic unsigned closed; /* read by the watch timer on worker 0 */
         int err;
         struct sockaddr_storage peer, local;
 };
