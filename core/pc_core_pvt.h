@@ -32,6 +32,7 @@
 #define PC_TASK_CHUNK 512       /* tasks per free-list refill allocation */
 #define PC_RUNQ_DEFAULT 4096    /* default local ring slots */
 #define PC_STOP_POLL_NS 100000  /* coordinator's re-check period while draining */
+#define PC_DRAIN_TICK_NS 1000000 /* pc_runtime_drain(): how often a worker asks its modules */
 #define PC_ADVERTISE_MIN 2      /* stealable tasks before a worker advertises */
 #define PC_WAKE_STEP 4          /* pushes between an advertising owner's wakes */
 #define PC_OWNER_BATCH 8        /* stealable tasks the owner claims per CAS */
@@ -211,6 +212,7 @@ struct pc_worker {
         bool last_busy;
         bool woke_queued; /* this pass skipped the clock for tasks an idle spell queued */
         bool stop_seen;
+        bool drain_seen; /* this run's pc_runtime_drain() began here (drain.c) */
         bool quiet_published;
         bool elastic;    /* elastic mode: stealable queue in use */
         bool spin_pause; /* the idle spin pauses: the core is shared (see idle()) */
@@ -249,6 +251,7 @@ struct pc_worker {
         struct pc__stall stall;
         struct pc__share share;
         struct pc__pack *pack; /* its node's (share.c); NULL: never roams */
+        struct pc_timer drain_tick; /* drain.c: looks at the modules while draining */
         /* quiescence counters, owner-written, read by the coordinator */
         _Atomic uint64_t sent PC_ALIGNED; /* tasks pushed to other workers */
         _Atomic uint64_t recv;            /* tasks taken from the inbox */
@@ -418,6 +421,7 @@ struct pc_runtime {
         _Atomic int running;
         _Atomic int failed; /* a worker thread ended inside its loop: -EOWNERDEAD */
         _Atomic int mode;   /* PC_MODE_*, pc_runtime_set_mode(); read every iteration */
+        _Atomic int drain_req; /* PC__DRAIN_*, pc_runtime_drain(); read beside mode */
         struct pc_task main_task;
         struct pc__module *modules; /* in the order they were added */
 
@@ -435,6 +439,13 @@ struct pc_runtime {
         pthread_cond_t mon_cond;
         bool mon_stop, mon_running;
         _Atomic uint64_t mon_samples, mon_retargets;
+
+        /* drain.c: when the drain ends at the latest (CLOCK_MONOTONIC ns),
+         * how many workers began it, and what each still serves
+         * (UINT_MAX until it looked after every worker began). */
+        _Atomic uint64_t drain_at PC_ALIGNED;
+        _Atomic unsigned drain_began;
+        _Atomic unsigned drain_left[PC_MAX_WORKERS];
 
         /* stall.c: the reports of the current minute, every worker's. */
         _Atomic uint64_t stall_window PC_ALIGNED; /* CLOCK_MONOTONIC ns it began */
@@ -559,6 +570,12 @@ bool pc__take_turn(struct pc_worker *w);
 /* timer.c */
 unsigned pc__timers_expire(struct pc_worker *w, uint64_t now);
 void pc__timers_drop(struct pc_worker *w);
+
+/* drain.c. rt->drain_req: none, claimed (its deadline being written), on. */
+enum { PC__DRAIN_OFF = 0, PC__DRAIN_CLAIMED = 1, PC__DRAIN_ON = 2 };
+/* Worker @w sees the drain: its modules stop taking work, and its tick
+ * starts. Owner only, once a run. */
+void pc__drain_begin(struct pc_worker *w);
 
 /* stall.c: the worker's stall timer, armed and disarmed on its thread as
  * its loop starts and ends. */

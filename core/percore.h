@@ -262,6 +262,35 @@ void pc_runtime_stop(struct pc_runtime *rt);
 int pc_runtime_stop_on_signals(struct pc_runtime *rt);
 
 /**
+ * Stop gracefully: every module stops taking new work on every worker (the
+ * network backends close their listeners: pc_tcp_listener_close()), open
+ * connections are served on until every module says nothing is left on
+ * any worker (each worker asks its modules every millisecond), or until
+ * @deadline_ns nanoseconds from this call have passed (0: at the first
+ * look); then the runtime stops as pc_runtime_stop() makes it (fibers
+ * waiting on a connection get -ECANCELED). A drain asked for before
+ * pc_runtime_run() begins when the run does; it applies to one run.
+ * Uses atomics and the workers' wake-up only: async-signal-safe, like
+ * pc_runtime_stop().
+ * Errors: -EINVAL (@rt NULL), -ESHUTDOWN (a stop or a drain was already
+ * asked for). Any thread, worker, fiber or signal handler.
+ */
+int pc_runtime_drain(struct pc_runtime *rt, uint64_t deadline_ns);
+
+/** True once pc_runtime_drain() was called in this run: a service may
+ * then end its idle keep-alive connections. Any thread. */
+bool pc_runtime_draining(const struct pc_runtime *rt);
+
+/**
+ * pc_runtime_stop_on_signals(), except that SIGTERM drains
+ * (pc_runtime_drain(@rt, @deadline_ns)); a second SIGTERM, or SIGINT,
+ * stops at once. A later pc_runtime_stop_on_signals() makes SIGTERM stop
+ * again. Errors: those of pc_runtime_stop_on_signals(), -EINVAL for a
+ * @deadline_ns of 0. Main thread, before pc_runtime_run().
+ */
+int pc_runtime_drain_on_signals(struct pc_runtime *rt, uint64_t deadline_ns);
+
+/**
  * Free the runtime. Must not be running. Tasks still queued (only possible
  * if pc_runtime_run() was never called) are dropped without running;
  * their caller-owned task structs are left untouched. Not from a worker.

@@ -590,6 +590,7 @@ out:
                 rt->launcher->leave(rt);
         /* A stop applies to one run; the next run starts afresh. */
         atomic_store(&rt->stop_req, 0);
+        atomic_store(&rt->drain_req, PC__DRAIN_OFF);
         atomic_store(&rt->done, 0);
         atomic_store(&rt->running, 0);
         return rc;
@@ -612,6 +613,8 @@ bool pc_runtime_stopping(const struct pc_runtime *rt)
 }
 
 static _Atomic(struct pc_runtime *) signal_rt;
+/* pc_runtime_drain_on_signals(): SIGTERM drains with this deadline (0: stops). */
+static _Atomic uint64_t signal_drain_ns;
 static struct sigaction old_int, old_term;
 static bool signals_installed;
 
@@ -641,9 +644,15 @@ static int signal_quit = -1;
 
 static void on_signal(int sig)
 {
-        (void)sig;
+        struct pc_runtime *rt;
+        uint64_t drain;
+
         atomic_fetch_add(&signal_busy, 1);
-        pc_runtime_stop(atomic_load(&signal_rt));
+        rt = atomic_load(&signal_rt);
+        drain = atomic_load(&signal_drain_ns);
+        /* A drain already under way (a second SIGTERM) refuses: stop. */
+        if (sig != SIGTERM || drain == 0 || pc_runtime_drain(rt, drain) != 0)
+                pc_runtime_stop(rt);
         atomic_fetch_sub(&signal_busy, 1);
 }
 
@@ -743,13 +752,14 @@ void pc__signals_restore(bool blocked, const sigset_t *old)
                 pthread_sigmask(SIG_SETMASK, old, NULL);
 }
 
-int pc_runtime_stop_on_signals(struct pc_runtime *rt)
+static int signals_install(struct pc_runtime *rt, uint64_t drain_ns)
 {
         struct sigaction sa;
         int rc;
 
         if (rt == NULL)
                 return -EINVAL;
+        atomic_store(&signal_drain_ns, drain_ns);
         atomic_store(&signal_rt, rt);
         if (signals_installed)
                 return 0;
@@ -770,6 +780,18 @@ int pc_runtime_stop_on_signals(struct pc_runtime *rt)
                 pc_log(PC_LOG_WARN, "pc-signals: no thread for SIGINT/SIGTERM (%s): they "
                        "may interrupt a worker", pc_strerror(rc));
         return 0;
+}
+
+int pc_runtime_stop_on_signals(struct pc_runtime *rt)
+{
+        return signals_install(rt, 0);
+}
+
+int pc_runtime_drain_on_signals(struct pc_runtime *rt, uint64_t deadline_ns)
+{
+        if (deadline_ns == 0)
+                return -EINVAL;
+        return signals_install(rt, deadline_ns);
 }
 
 /* Free tasks that never ran: only those the runtime allocated with malloc.

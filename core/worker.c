@@ -364,6 +364,9 @@ static bool work_pending(struct pc_worker *w)
          * seq_cst bit set in pc__advertise(), which then reads nsleeping. */
         if (w->elastic && !w->stop_seen && pc__steal_possible(w))
                 return true;
+        if (!w->drain_seen &&
+            atomic_load_explicit(&rt->drain_req, memory_order_seq_cst) == PC__DRAIN_ON)
+                return true; /* pc_runtime_drain(): begin it first */
         return !w->stop_seen && atomic_load_explicit(&rt->stop_req, memory_order_seq_cst);
 }
 
@@ -677,6 +680,7 @@ void pc__worker_loop(struct pc_worker *w)
                 if (m->worker_start)
                         m->worker_start(w, m->arg);
         w->stop_seen = false;
+        w->drain_seen = false;
         w->idle_since = 0;
         w->spin_ns = (uint64_t)rt->cfg.idle_spin_us * 1000u;
         atomic_store_explicit(&w->stats.spin_ns, w->spin_ns, memory_order_relaxed);
@@ -752,6 +756,11 @@ void pc__worker_loop(struct pc_worker *w)
                         if (unlikely(mode !=
                                      atomic_load_explicit(&w->mode, memory_order_relaxed)))
                                 pc__mode_apply(w, mode);
+                        if (unlikely(atomic_load_explicit(&rt->drain_req,
+                                                          memory_order_relaxed) ==
+                                     PC__DRAIN_ON) &&
+                            !w->drain_seen)
+                                pc__drain_begin(w);
                 }
                 if (w->tn)
                         n += pc__timers_expire(w, now);

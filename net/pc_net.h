@@ -30,10 +30,16 @@ extern "C" {
 
 /** Where a datagram came from, or goes to. */
 struct pc_udp_peer {
-        uint32_t addr;  /**< IPv4, host order */
+        uint32_t addr;  /**< IPv4, host order (@family 0 or AF_INET) */
         uint16_t port;  /**< UDP port, host order */
         uint8_t mac[6]; /**< link address (DPDK); all zero = look it up. The
                              kernel backend ignores it and reports zeros. */
+        uint8_t family; /**< 0 or AF_INET: @addr; AF_INET6: @addr6 (kernel
+                             backend only: DPDK answers -EAFNOSUPPORT). A
+                             datagram from an IPv4 peer to an IPv6 socket
+                             reports AF_INET; a reply to one goes out as
+                             its IPv4-mapped address. */
+        uint8_t addr6[16]; /**< IPv6, network order (@family AF_INET6) */
 };
 
 struct pc_runtime;

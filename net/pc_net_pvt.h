@@ -74,6 +74,10 @@ struct pc__conn_base {
         uint64_t rx_bytes, tx_done;
         struct pc__listener_base *listener; /* accepted through, or NULL */
         struct pc__conn_idle *idle; /* NULL until pc_conn_set_timeout() */
+        /* pc_conn_close() or pc_conn_abort() was called, or a timeout
+         * ended it: later option calls say -EPIPE; its read timeout no
+         * longer applies (nothing is read after our close). */
+        bool closed;
 };
 
 /* A listener's backend. */
@@ -116,6 +120,10 @@ void pc__conn_base_fini(struct pc__conn_base *b);
  * once, sending nothing). Any worker. */
 bool pc__listener_admit(struct pc__listener_base *l);
 
+/* A connection pc__listener_admit() let in could not be served after all
+ * (out of memory, the backend's own cap): counted refused instead. */
+void pc__listener_unadmit(struct pc__listener_base *l);
+
 /* Progress for the idle timers: @n bytes delivered / taken. Cheap and
  * inline: the fast paths call them per receive and per completed send. */
 static inline void pc__conn_rx(struct pc__conn_base *b, size_t n)
@@ -127,5 +135,12 @@ static inline void pc__conn_tx_done(struct pc__conn_base *b, size_t n)
 {
         b->tx_done += n;
 }
+
+/* conn_idle.c. A fiber of @c's starts waiting for input (@write false) or
+ * for room (@write true): its timeout counts from now at the latest. */
+void pc__conn_idle_wait(struct pc_conn *c, bool write);
+/* A new run on @b's worker (timers do not outlive a run): arm @b's
+ * timeouts again. On the connection's worker. */
+void pc__conn_idle_restart(struct pc__conn_base *b);
 
 #endif /* PC_NET_PVT_H */

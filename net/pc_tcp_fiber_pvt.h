@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include "pc_net.h"
 
@@ -83,8 +84,14 @@ ssize_t pc__fconn_read(struct pc_conn *c, const struct pc__fiber_ops *ops, void 
                        size_t len);
 ssize_t pc__fconn_write(struct pc_conn *c, const struct pc__fiber_ops *ops, const void *buf,
                         size_t len);
+/* pc_conn_writev() of @n buffers, @total bytes in all (checked). */
+ssize_t pc__fconn_writev(struct pc_conn *c, const struct pc__fiber_ops *ops,
+                         const struct iovec *iov, int n, size_t total);
 /* The run stops: a handler waiting in @fc's read or write gets
  * -ECANCELED. */
 void pc__fconn_cancel(struct pc__fconn *fc);
+/* A timeout (conn_idle.c): the handler waiting in @fc's write (@write) or
+ * read gets -ETIMEDOUT. False when none waits there. */
+bool pc__fconn_timeout(struct pc__fconn *fc, bool write);
 
 #endif /* PC_TCP_FIBER_PVT_H */

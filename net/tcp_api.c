@@ -40,6 +40,13 @@ refuse:
         return false;
 }
 
+void pc__listener_unadmit(struct pc__listener_base *l)
+{
+        atomic_fetch_sub_explicit(&l->open, 1, memory_order_relaxed);
+        atomic_fetch_sub_explicit(&l->accepted, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&l->refused, 1, memory_order_relaxed);
+}
+
 static void listener_release(struct pc__conn_base *b)
 {
         if (b->listener) {
@@ -165,7 +172,12 @@ int pc_conn_close(struct pc_conn *c)
 {
         int rc = conn_check(c);
 
-        return rc ? rc : pc__conn_ops(c)->close(c);
+        if (rc)
+                return rc;
+        rc = pc__conn_ops(c)->close(c);
+        if (rc == 0)
+                pc__conn_base(c)->closed = true;
+        return rc;
 }
 
 int pc_conn_shutdown(struct pc_conn *c)
@@ -183,7 +195,11 @@ int pc_conn_abort(struct pc_conn *c)
 
         if (rc)
                 return rc;
-        return HOOK(c, abort) ? pc__conn_ops(c)->abort(c, -ECONNABORTED) : -ENOTSUP;
+        if (HOOK(c, abort) == NULL)
+                return -ENOTSUP;
+        /* Marked first: the abort may end @c and free it before it returns. */
+        pc__conn_base(c)->closed = true;
+        return pc__conn_ops(c)->abort(c, -ECONNABORTED);
 }
 
 int pc_conn_linger(struct pc_conn *c)
@@ -279,17 +295,7 @@ ssize_t pc_conn_writev(struct pc_conn *c, const struct iovec *iov, int n)
         total = iov_total(iov, n);
         if (total < 0)
                 return total;
-        for (int i = 0; i < n; i++) {
-                ssize_t rc;
-
-                if (iov[i].iov_len == 0)
-                        continue;
-                rc = pc__fconn_write(c, pc__conn_ops(c)->fiber, iov[i].iov_base,
-                                     iov[i].iov_len);
-                if (rc < 0)
-                        return rc;
-        }
-        return total;
+        return pc__fconn_writev(c, pc__conn_ops(c)->fiber, iov, n, (size_t)total);
 }
 
 void pc__conn_base_fini(struct pc__conn_base *b)

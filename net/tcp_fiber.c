@@ -29,6 +29,7 @@
 
 #include "pc_core_pvt.h"
 #include "pc_fiber.h"
+#include "pc_net_pvt.h"
 #include "pc_tcp_fiber_pvt.h"
 
 static size_t unread(const struct pc__fconn *fc)
@@ -60,6 +61,17 @@ void pc__fconn_cancel(struct pc__fconn *fc)
 {
         wake_reader(fc, -ECANCELED);
         wake_writer(fc, -ECANCELED);
+}
+
+bool pc__fconn_timeout(struct pc__fconn *fc, bool write)
+{
+        if ((write ? fc->wr_fiber : fc->rd_fiber) == NULL)
+                return false;
+        if (write)
+                wake_writer(fc, -ETIMEDOUT);
+        else
+                wake_reader(fc, -ETIMEDOUT);
+        return true;
 }
 
 /* Keep @len bytes of input after what is unread, growing the buffer
@@ -254,9 +266,10 @@ ssize_t pc__fconn_read(struct pc_conn *c, const struct pc__fiber_ops *ops, void 
                 fc->rd_fiber = pc_fiber_self();
                 fc->rd_buf = buf;
                 fc->rd_len = len;
+                pc__conn_idle_wait(c, false);
                 rc = pc__fiber_wait();
                 if (rc != 0)
-                        return rc; /* bytes copied in, or -ECANCELED */
+                        return rc; /* bytes copied in, -ECANCELED or -ETIMEDOUT */
                 /* 0: the connection changed (EOF, closed): look again */
         }
 }
@@ -291,9 +304,51 @@ ssize_t pc__fconn_write(struct pc_conn *c, const struct pc__fiber_ops *ops, cons
                 if (pc__self->stop_seen)
                         return -ESHUTDOWN;
                 fc->wr_fiber = pc_fiber_self();
+                pc__conn_idle_wait(c, true);
                 rc = pc__fiber_wait();
                 if (rc)
-                        return rc; /* -ECANCELED */
+                        return rc; /* -ECANCELED, -ETIMEDOUT */
         }
         return (ssize_t)len;
+}
+
+ssize_t pc__fconn_writev(struct pc_conn *c, const struct pc__fiber_ops *ops,
+                         const struct iovec *iov, int n, size_t total)
+{
+        struct pc__fconn *fc;
+        int rc = fiber_conn_check(c, ops);
+
+        if (rc)
+                return rc;
+        fc = ops->fc(c);
+        /* What fits in one chunk goes as one gather (one copy into the
+         * output, no intermediate buffer); larger, piece by piece. */
+        if (total > ops->chunk(c)) {
+                for (int i = 0; i < n; i++) {
+                        ssize_t w;
+
+                        if (iov[i].iov_len == 0)
+                                continue;
+                        w = pc__fconn_write(c, ops, iov[i].iov_base, iov[i].iov_len);
+                        if (w < 0)
+                                return w;
+                }
+                return (ssize_t)total;
+        }
+        for (;;) {
+                if (fc->closed || ops->gone(c))
+                        return gone_rc(c, ops);
+                rc = pc_conn_sendv(c, iov, n);
+                if (rc == 0)
+                        return (ssize_t)total;
+                if (rc != -ENOBUFS)
+                        return rc == -EPIPE ? gone_rc(c, ops) : rc;
+                if (pc__self->stop_seen)
+                        return -ESHUTDOWN;
+                fc->wr_fiber = pc_fiber_self();
+                pc__conn_idle_wait(c, true);
+                rc = pc__fiber_wait();
+                if (rc)
+                        return rc;
+        }
 }

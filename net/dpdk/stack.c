@@ -45,7 +45,7 @@ static void handle_udp(struct pc_port *p, struct pc_port_q *q, struct rte_mbuf *
                        const struct pc_pkt *pk)
 {
         const uint8_t *frame = rte_pktmbuf_mtod(m, const uint8_t *);
-        struct pc_udp_peer from;
+        struct pc_udp_peer from = {0};
 
         for (unsigned i = 0; i < p->nbinds; i++) {
                 if (p->binds[i].port != pk->dport)

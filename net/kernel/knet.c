@@ -18,6 +18,8 @@ static void knet_destroy(struct pc_runtime *rt, void *arg);
 static void knet_worker_start(struct pc_worker *w, void *arg);
 static void knet_worker_stop(struct pc_worker *w, void *arg);
 static void knet_worker_stopping(struct pc_worker *w, void *arg);
+static void knet_worker_drain(struct pc_worker *w, void *arg);
+static unsigned knet_drain_busy(struct pc_worker *w, void *arg);
 static void knet_metrics(struct pc_runtime *rt, struct pc__prom *p, void *arg);
 
 struct knet *pc__knet_get(struct pc_runtime *rt, bool create)
@@ -55,6 +57,8 @@ struct knet *pc__knet_get(struct pc_runtime *rt, bool create)
         k->module.worker_start = knet_worker_start;
         k->module.worker_stop = knet_worker_stop;
         k->module.worker_stopping = knet_worker_stopping;
+        k->module.worker_drain = knet_worker_drain;
+        k->module.drain_busy = knet_drain_busy;
         k->module.metrics = knet_metrics;
         pc__module_add(rt, &k->module);
         return k;
@@ -126,14 +130,24 @@ struct io_uring_sqe *pc__knet_sqe(struct kworker *kw)
         return sqe;
 }
 
-int pc__knet_addr(const char *addr, uint16_t port, struct sockaddr_in *sa)
+int pc__knet_addr(const char *addr, uint16_t port, union ksa *sa, socklen_t *len)
 {
         memset(sa, 0, sizeof(*sa));
-        sa->sin_family = AF_INET;
-        sa->sin_port = htons(port);
-        if (addr == NULL || inet_pton(AF_INET, addr, &sa->sin_addr) != 1)
+        if (addr == NULL)
                 return -EINVAL;
-        return 0;
+        if (inet_pton(AF_INET, addr, &sa->in.sin_addr) == 1) {
+                sa->in.sin_family = AF_INET;
+                sa->in.sin_port = htons(port);
+                *len = sizeof(sa->in);
+                return 0;
+        }
+        if (inet_pton(AF_INET6, addr, &sa->in6.sin6_addr) == 1) {
+                sa->in6.sin6_family = AF_INET6;
+                sa->in6.sin6_port = htons(port);
+                *len = sizeof(sa->in6);
+                return 0;
+        }
+        return -EINVAL;
 }
 
 /* A SO_REUSEPORT socket bound to @addr:@port; listening for TCP. It stays
@@ -141,25 +155,25 @@ int pc__knet_addr(const char *addr, uint16_t port, struct sockaddr_in *sa)
  * UDP path asks for MSG_DONTWAIT per call. *@bound receives the port (the chosen one for @port 0). */
 int pc__knet_socket(int type, const char *addr, uint16_t port, bool listen_, uint16_t *bound)
 {
-        struct sockaddr_in sa;
-        socklen_t sl = sizeof(sa);
+        union ksa sa;
+        socklen_t sl;
         int one = 1, fd, rc;
 
-        if (pc__knet_addr(addr, port, &sa))
+        if (pc__knet_addr(addr, port, &sa, &sl))
                 return -EINVAL;
-        fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
+        fd = socket(sa.sa.sa_family, type | SOCK_CLOEXEC, 0);
         if (fd < 0)
                 return -errno;
         if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
             setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) ||
-            bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
-            (listen_ && listen(fd, KNET_BACKLOG)) ||
-            getsockname(fd, (struct sockaddr *)&sa, &sl)) {
+            bind(fd, &sa.sa, sl) || (listen_ && listen(fd, KNET_BACKLOG)) ||
+            getsockname(fd, &sa.sa, &sl)) {
                 rc = -errno;
                 close(fd);
                 return rc;
         }
-        *bound = ntohs(sa.sin_port);
+        /* The port sits at the same offset in both families. */
+        *bound = ntohs(sa.in.sin_port);
         return fd;
 }
 
@@ -500,6 +514,21 @@ static void knet_worker_stopping(struct pc_worker *w, void *arg)
         struct knet *k = arg;
 
         pc__tcp_fibers_cancel(k->kw[w->id]);
+}
+
+/* pc_runtime_drain(): the listeners close; open connections go on. */
+static void knet_worker_drain(struct pc_worker *w, void *arg)
+{
+        struct knet *k = arg;
+
+        pc__tcp_drain(k->kw[w->id]);
+}
+
+static unsigned knet_drain_busy(struct pc_worker *w, void *arg)
+{
+        struct knet *k = arg;
+
+        return pc__tcp_busy(k->kw[w->id]);
 }
 
 static void knet_destroy(struct pc_runtime *rt, void *arg)

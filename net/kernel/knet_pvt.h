@@ -35,6 +35,8 @@
 #define KNET_UDP_ROUNDS 8      /* recvmmsg calls per socket per pass */
 #define KNET_ACCEPT_RETRY_NS 10000000u /* back-off after EMFILE and the like */
 #define KNET_QUIESCE_NS 2000000000ull /* longest wait for cancelled operations at a run's end */
+#define KNET_SEND_IOV 16       /* pieces one send of output with references gathers */
+#define KNET_LCLOSE_RETRY_NS 1000000u /* a closed listener's socket: look again for its closer */
 
 /* What a completion's user_data points at: the low 3 bits say which. */
 enum ktag {
@@ -67,13 +69,15 @@ static inline void kinc(_Atomic uint64_t *c, uint64_t n)
 
 struct kworker;
 
-/* One worker's socket of a listener. */
+/* One worker's socket of a listener. Its fd is closed by its worker
+ * (the one whose ring may have an accept armed on it), or by the closing
+ * thread while no run is on. */
 struct klsock {
         struct pc_tcp_listener *l;
         struct kworker *kw;
         int fd;
         bool armed;
-        struct pc_timer retry; /* re-arm after an accept error */
+        struct pc_timer retry; /* re-arm after an accept error; look again after a close */
 };
 
 struct pc_tcp_listener {
@@ -81,15 +85,48 @@ struct pc_tcp_listener {
         const struct pc_tcp_callbacks *cb;
         void *arg;
         void *serve; /* pc_tcp_serve()'s record (the callbacks' @arg), or NULL */
+        struct knet *k;
+        /* pc_tcp_listener_close() shut every socket (SHUT_RD, which ends
+         * the armed accepts): each worker may close its own now. */
+        _Atomic bool shut;
         uint16_t port;
         unsigned n;
         struct klsock s[]; /* one per worker */
 };
 
-/* A byte buffer: [off, len) not yet sent. */
+/* An address of either family, as the kernel takes it. */
+union ksa {
+        struct sockaddr sa;
+        struct sockaddr_in in;
+        struct sockaddr_in6 in6;
+};
+
+/* Caller-owned output (pc_conn_send_ref()): sent from where it is, after
+ * the first @at copied bytes of its buffer; done(@arg) once the kernel
+ * took all of it, or the connection ended. */
+struct kref {
+        struct kref *next;
+        const char *p;
+        size_t len, at;
+        pc_conn_ref_fn done;
+        void *arg;
+};
+
+/* A byte buffer: [off, len) not yet sent, and the references among those
+ * bytes (@refs, oldest first; @ref_off bytes of the first are sent,
+ * @ref_bytes of all are not). */
 struct kbuf {
         char *p;
         size_t off, len, cap;
+        struct kref *refs, *refs_last;
+        size_t ref_off, ref_bytes;
+};
+
+/* The gather a send of output with references hands the kernel: it reads
+ * them until the send completes. */
+struct ksendv {
+        struct msghdr msg;
+        struct iovec iov[KNET_SEND_IOV];
 };
 
 struct pc_conn {
@@ -106,6 +143,7 @@ struct pc_conn {
         /* Input that a multishot recv brought after reading was paused,
          * delivered on resume (then @held_eof, if the peer shut meanwhile). */
         struct kbuf held;
+        struct ksendv *sendv; /* allocated on the first send with references */
         unsigned refs; /* armed operations + callbacks running: free at 0 */
         bool recv_armed, send_armed, connect_armed;
         /* On the worker's send queue (@send_next): output waits for the
@@ -123,8 +161,13 @@ struct pc_conn {
         bool closing;  /* no more reads; close once the output drains */
         bool dead;     /* finishing: waiting for armed ops to return */
         bool reset;    /* counted as a reset already */
+        bool wr_shut;  /* pc_conn_shutdown(): FIN once the output is sent */
+        bool fin_sent; /* ... and it was (shutdown(SHUT_WR)) */
+        bool aborting; /* pc_conn_abort() or a timeout: a reset, not a FIN */
+        bool addr_ok;  /* @peer and @local hold the addresses */
         int err;       /* for on_close */
-        struct sockaddr_in peer; /* connect target */
+        union ksa peer;  /* the connect target, then the peer's address */
+        union ksa local;
         /* Served by a fiber (net/tcp_fiber.c, hooks in tcp_fiber.c): @fc
          * holds the input the handler has not read; reading pauses
          * (@in_paused) while it is full. The memory outlives on_close
@@ -144,7 +187,7 @@ struct kudp_sock {
         unsigned ntx;
         struct mmsghdr tx[KNET_UDP_BATCH];
         struct iovec txv[KNET_UDP_BATCH];
-        struct sockaddr_in txa[KNET_UDP_BATCH];
+        union ksa txa[KNET_UDP_BATCH];
         char txbuf[KNET_UDP_BATCH][KNET_UDP_SLOT];
 };
 
@@ -153,6 +196,7 @@ struct pc_kudp {
         void *arg;
         uint16_t port;
         unsigned n;
+        bool v6;               /* AF_INET6 sockets (IPv4 peers as mapped addresses) */
         struct kudp_sock *s[]; /* one per worker */
 };
 
@@ -221,7 +265,9 @@ int pc__knet_setup(struct pc_runtime *rt, struct knet **out);
 struct kworker *pc__knet_self(void);
 struct io_uring_sqe *pc__knet_sqe(struct kworker *kw);
 int pc__knet_socket(int type, const char *addr, uint16_t port, bool listen_, uint16_t *bound);
-int pc__knet_addr(const char *addr, uint16_t port, struct sockaddr_in *sa);
+/* Parse @addr (IPv4 dotted quad or IPv6) and @port into @sa; its length
+ * in *@len. -EINVAL for anything else. */
+int pc__knet_addr(const char *addr, uint16_t port, union ksa *sa, socklen_t *len);
 
 /* tcp.c */
 void pc__tcp_bufs_setup(struct kworker *kw);
@@ -240,11 +286,65 @@ void pc__conn_abort(struct pc_conn *c, int err);
 /* @c's fiber ended: free @c if it closed meanwhile. */
 void pc__conn_fiber_done(struct pc_conn *c);
 int pc__kbuf_put(struct kbuf *b, const void *data, size_t len);
+int pc__kbuf_reserve(struct kbuf *b, size_t len);
+/* Set up worker @kw's socket @fd of listener @l. */
+void pc__klsock_init(struct klsock *ls, struct pc_tcp_listener *l, struct kworker *kw, int fd);
 
-/* The backend's operations (pc_net_pvt.h): tcp.c's, and tcp_fiber.c's
- * hooks for the fiber service. */
+/* The backend's operations (pc_net_pvt.h): tcp_conn.c's, and
+ * tcp_fiber.c's hooks for the fiber service. */
 extern const struct pc__conn_ops pc__kconn_ops;
+extern const struct pc__listener_ops pc__klistener_ops;
 extern const struct pc__fiber_ops pc__kfiber_ops;
+
+/* tcp.c, for tcp_conn.c: the connection's life. */
+struct pc_conn *pc__kconn_new(struct kworker *kw, int fd, const struct pc_tcp_callbacks *cb,
+                              void *arg, struct pc_tcp_listener *l);
+/* Queue output on the worker's send queue (armed at the pass's end). */
+void pc__kconn_kick(struct pc_conn *c);
+/* Close gracefully once nothing is left to send (after pc_conn_close()). */
+void pc__kconn_maybe_done(struct pc_conn *c);
+/* After pc_conn_shutdown(): the FIN once nothing is left to send. */
+void pc__kconn_maybe_fin(struct pc_conn *c);
+/* Stop a multishot recv (closing). */
+void pc__kconn_cancel_recv(struct pc_conn *c);
+/* End @c: no more reads or sends (@c may be freed before this returns
+ * unless the caller holds a reference). */
+void pc__kconn_finish(struct pc_conn *c, int err);
+/* Drop a reference; the last one of a finished @c frees it. */
+void pc__kconn_unref(struct pc_conn *c);
+/* The unsent output of @c (copied and referenced bytes). */
+size_t pc__kconn_buffered(const struct pc_conn *c);
+/* Arm the connect of a new client connection (tcp_conn.c made it). */
+void pc__kconn_set_ud(struct kworker *kw, struct io_uring_sqe *sqe, struct pc_conn *c,
+                      enum ktag tag);
+/* Free @c's memory (no callbacks but the references' done). */
+void pc__kconn_mem_free(struct pc_conn *c);
+
+/* tcp.c, for tcp_accept.c: a connection is open (on_accept runs). */
+void pc__kconn_opened(struct pc_conn *c);
+/* tcp_accept.c */
+void pc__tcp_arm_accept(struct klsock *ls);
+void pc__tcp_on_accept(struct klsock *ls, int res, unsigned flags);
+
+/* tcp_out.c: output buffers with references. */
+static inline bool pc__kbuf_empty(const struct kbuf *b)
+{
+        return b->off == b->len && b->refs == NULL;
+}
+/* Call each reference's done, oldest first, and free them. */
+void pc__krefs_done(struct kref *r);
+/* @c ends: every reference's done, before on_close. */
+void pc__kconn_refs_release(struct pc_conn *c);
+/* The pieces of @b's unsent output, in order, into @v (KNET_SEND_IOV at
+ * most); how many. */
+unsigned pc__kbuf_gather(const struct kbuf *b, struct iovec *v);
+/* The kernel took @res bytes of @b: the references wholly sent are moved
+ * to the end of the list at **@tail (the caller calls their done). */
+void pc__kbuf_advance(struct kbuf *b, size_t res, struct kref ***tail);
+
+/* tcp_conn.c: the drain (the module's worker_drain and drain_busy). */
+void pc__tcp_drain(struct kworker *kw);
+unsigned pc__tcp_busy(struct kworker *kw);
 
 /* tcp_fiber.c */
 /* The run is stopping: fibers waiting in pc_conn_read/write get -ECANCELED. */

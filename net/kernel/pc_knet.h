@@ -207,7 +207,7 @@ uint16_t pc_kudp_port(const struct pc_kudp *s);
  * Send @len bytes from @s's port (@sport must be 0 or that port) to @to on
  * the calling worker's socket. Datagrams are batched (sendmmsg) at the end
  * of the poller pass. Errors: -EPERM off-worker, -EINVAL, -EMSGSIZE (over
- * 65507 bytes). Worker only.
+ * 65507 bytes), -EAFNOSUPPORT (an IPv6 @to on IPv4 sockets). Worker only.
  */
 int pc_kudp_send(struct pc_kudp *s, const struct pc_udp_peer *to, uint16_t sport,
                  const void *data, size_t len);

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * TCP over the worker's ring: multishot accept on the worker's own
- * SO_REUSEPORT listener, a multishot recv per connection drawing on the
- * worker's provided buffers (or one single-shot recv in flight where the
- * kernel lacks them), buffered sends with a per-connection cap, half-close,
- * resets and the connection limit.
+ * A connection's life over the worker's ring: a multishot recv per
+ * connection drawing on the worker's provided buffers (tcp_bufs.c; or one
+ * single-shot recv in flight where the kernel lacks them), buffered sends
+ * with a per-connection cap (tcp_out.c), half-close and resets. Accepting
+ * is in tcp_accept.c, the service API's operations in tcp_conn.c.
  *
  * A connection is freed only when nothing refers to it: each armed ring
  * operation and each callback in progress holds a reference (refs), so a
@@ -29,7 +29,13 @@ static bool reading_paused(const struct pc_conn *c)
 
 static size_t buffered(const struct pc_conn *c)
 {
-        return (c->inflight.len - c->inflight.off) + (c->pending.len - c->pending.off);
+        return (c->inflight.len - c->inflight.off) + c->inflight.ref_bytes +
+               (c->pending.len - c->pending.off) + c->pending.ref_bytes;
+}
+
+size_t pc__kconn_buffered(const struct pc_conn *c)
+{
+        return buffered(c);
 }
 
 static void set_ud(struct kworker *kw, struct io_uring_sqe *sqe, void *p, enum ktag tag)
@@ -37,17 +43,30 @@ static void set_ud(struct kworker *kw, struct io_uring_sqe *sqe, void *p, enum k
         pc__knet_arm(kw, sqe, (uint64_t)(uintptr_t)p | tag);
 }
 
+void pc__kconn_set_ud(struct kworker *kw, struct io_uring_sqe *sqe, struct pc_conn *c,
+                      enum ktag tag)
+{
+        set_ud(kw, sqe, c, tag);
+}
+
 /* Out of line: inlined, GCC 12's -Wuse-after-free cannot follow the
  * reference count that keeps its callers' @c alive, and warns. */
 static __attribute__((noinline)) void conn_mem_free(struct pc_conn *c)
 {
+        pc__kconn_refs_release(c);
         pc__conn_base_fini(&c->base);
         free(c->inflight.p);
         free(c->pending.p);
         free(c->held.p);
         free(c->fc.in);
         free(c->rbuf);
+        free(c->sendv);
         free(c);
+}
+
+void pc__kconn_mem_free(struct pc_conn *c)
+{
+        conn_mem_free(c);
 }
 
 static void conn_free(struct pc_conn *c)
@@ -65,6 +84,7 @@ static void conn_free(struct pc_conn *c)
         atomic_fetch_sub_explicit(&kw->load, 1, memory_order_relaxed);
         kinc(&kw->st.conns, (uint64_t)-1);
         kinc(&kw->st.closed, 1);
+        pc__kconn_refs_release(c); /* before on_close, as pc_conn_send_ref() says */
         if (c->open && c->cb->on_close)
                 c->cb->on_close(c, c->err, c->arg);
         if (c->fc.live) {
@@ -103,8 +123,37 @@ static void unref(struct pc_conn *c)
                 conn_free(c);
 }
 
+void pc__kconn_unref(struct pc_conn *c)
+{
+        unref(c);
+}
+
+/* Cancel @c's armed operations (an abort: a shutdown would send a FIN
+ * before the reset). False when the ring has no room for the cancels. */
+static bool cancel_ops(struct pc_conn *c)
+{
+        static const enum ktag tags[] = {T_RECV, T_SEND, T_CONNECT};
+        const bool armed[] = {c->recv_armed && !c->recv_cancel, c->send_armed,
+                              c->connect_armed};
+
+        for (unsigned i = 0; i < 3; i++) {
+                struct io_uring_sqe *sqe;
+
+                if (!armed[i])
+                        continue;
+                sqe = pc__knet_sqe(c->kw);
+                if (sqe == NULL)
+                        return false;
+                io_uring_prep_cancel64(sqe, (uint64_t)(uintptr_t)c | tags[i], 0);
+                io_uring_sqe_set_data64(sqe, 0);
+        }
+        io_uring_submit(&c->kw->ring);
+        return true;
+}
+
 /* End @c: no more reads or sends. Armed operations are woken by the
- * shutdown and release their references; the last one frees @c. */
+ * shutdown (or cancelled, for an abort) and release their references;
+ * the last one frees @c. */
 static void finish(struct pc_conn *c, int err)
 {
         if (c->dead)
@@ -112,10 +161,16 @@ static void finish(struct pc_conn *c, int err)
         c->dead = true;
         c->closing = true;
         c->err = err;
-        if (c->recv_armed || c->send_armed || c->connect_armed)
+        if ((c->recv_armed || c->send_armed || c->connect_armed) &&
+            !(c->aborting && cancel_ops(c)))
                 shutdown(c->fd, SHUT_RDWR);
         c->refs++;
         unref(c);
+}
+
+void pc__kconn_finish(struct pc_conn *c, int err)
+{
+        finish(c, err);
 }
 
 static bool is_reset(int err)
@@ -129,7 +184,10 @@ static void conn_error(struct pc_conn *c, int err)
                 c->reset = true;
                 kinc(&c->kw->st.resets, 1);
         }
+        /* What was queued is dropped (its references' done come with
+         * the end); what the kernel reads now finishes first. */
         c->pending.off = c->pending.len = 0;
+        c->pending.ref_bytes = 0;
         finish(c, err);
 }
 
@@ -143,38 +201,6 @@ static void fail_no_sqe(struct pc_conn *c)
 static bool held_pending(const struct pc_conn *c)
 {
         return c->held.off < c->held.len;
-}
-
-/* Append @len bytes to @b, growing it (doubling) as needed. */
-int pc__kbuf_put(struct kbuf *b, const void *data, size_t len)
-{
-        size_t need;
-
-        if (b->off == b->len)
-                b->off = b->len = 0;
-        need = b->len + len;
-        if (need > b->cap && b->off) {
-                /* Compact first: bytes before off are consumed. */
-                memmove(b->p, b->p + b->off, b->len - b->off);
-                b->len -= b->off;
-                b->off = 0;
-                need = b->len + len;
-        }
-        if (need > b->cap) {
-                size_t cap = b->cap ? b->cap : 4096;
-                char *p;
-
-                while (cap < need)
-                        cap *= 2;
-                p = realloc(b->p, cap);
-                if (p == NULL)
-                        return -ENOMEM;
-                b->p = p;
-                b->cap = cap;
-        }
-        memcpy(b->p + b->len, data, len);
-        b->len += len;
-        return 0;
 }
 
 static void arm_recv(struct pc_conn *c)
@@ -226,30 +252,51 @@ static void cancel_recv(struct pc_conn *c)
         io_uring_submit(&c->kw->ring);
 }
 
+void pc__kconn_cancel_recv(struct pc_conn *c)
+{
+        cancel_recv(c);
+}
+
 /* Send what is queued if no send is in flight: the in-flight buffer once
- * it is empty takes the pending one's place. */
+ * it is empty takes the pending one's place. Output without references
+ * goes as one plain send; with them, as a gather of the pieces. */
 static void send_now(struct pc_conn *c)
 {
         struct io_uring_sqe *sqe;
 
         if (c->send_armed || c->dead || c->kw->quiescing)
                 return;
-        if (c->inflight.off == c->inflight.len) {
+        if (pc__kbuf_empty(&c->inflight)) {
                 struct kbuf t = c->inflight;
 
-                if (c->pending.off == c->pending.len)
+                if (pc__kbuf_empty(&c->pending))
                         return;
                 c->inflight = c->pending;
                 c->pending = t;
                 c->pending.off = c->pending.len = 0;
+                c->pending.ref_off = c->pending.ref_bytes = 0;
+        }
+        if (c->inflight.refs && c->sendv == NULL &&
+            (c->sendv = calloc(1, sizeof(*c->sendv))) == NULL) {
+                conn_error(c, -ENOMEM);
+                return;
         }
         sqe = pc__knet_sqe(c->kw);
         if (sqe == NULL) {
                 fail_no_sqe(c);
                 return;
         }
-        io_uring_prep_send(sqe, c->fd, c->inflight.p + c->inflight.off,
-                           c->inflight.len - c->inflight.off, MSG_NOSIGNAL);
+        if (c->inflight.refs == NULL) {
+                io_uring_prep_send(sqe, c->fd, c->inflight.p + c->inflight.off,
+                                   c->inflight.len - c->inflight.off, MSG_NOSIGNAL);
+        } else {
+                struct ksendv *v = c->sendv;
+
+                memset(&v->msg, 0, sizeof(v->msg));
+                v->msg.msg_iov = v->iov;
+                v->msg.msg_iovlen = pc__kbuf_gather(&c->inflight, v->iov);
+                io_uring_prep_sendmsg(sqe, c->fd, &v->msg, MSG_NOSIGNAL);
+        }
         set_ud(c->kw, sqe, c, T_SEND);
         kinc(&c->kw->st.sends, 1);
         c->send_armed = true;
@@ -279,6 +326,11 @@ static void kick_send(struct pc_conn *c)
         kw->send_qtail = &c->send_next;
 }
 
+void pc__kconn_kick(struct pc_conn *c)
+{
+        kick_send(c);
+}
+
 void pc__tcp_flush_sends(struct kworker *kw)
 {
         struct pc_conn *c;
@@ -301,6 +353,22 @@ static void maybe_done(struct pc_conn *c)
                 finish(c, 0);
 }
 
+void pc__kconn_maybe_done(struct pc_conn *c)
+{
+        maybe_done(c);
+}
+
+/* pc_conn_shutdown() asked for the FIN: it goes once all that was queued
+ * before has left (the kernel sends its queue first). Reading goes on. */
+void pc__kconn_maybe_fin(struct pc_conn *c)
+{
+        if (!c->wr_shut || c->fin_sent || c->dead || c->send_armed || buffered(c))
+                return;
+        c->fin_sent = true;
+        if (shutdown(c->fd, SHUT_WR) && errno != ENOTCONN)
+                conn_error(c, -errno);
+}
+
 /* Stop reading while the next full receive could not be answered within
  * the cap. */
 static void check_pause(struct pc_conn *c)
@@ -321,6 +389,7 @@ static void deliver(struct pc_conn *c, const char *p, size_t len)
         kinc(&c->kw->st.bytes_in, len);
         if (c->dead || c->closing)
                 return;
+        pc__conn_rx(&c->base, len);
         if (reading_paused(c) || held_pending(c) || c->kw->quiescing) {
                 if (pc__kbuf_put(&c->held, p, len))
                         conn_error(c, -ENOMEM);
@@ -345,7 +414,7 @@ static void peer_eof(struct pc_conn *c)
         c->eof = true;
         if (c->cb->on_data)
                 c->cb->on_data(c, NULL, 0, c->arg);
-        if (c->linger && !c->closing && !c->dead)
+        if (c->linger && !c->wr_shut && !c->closing && !c->dead)
                 return; /* the service closes once its last reply is queued */
         c->closing = true;
         maybe_done(c);
@@ -471,8 +540,20 @@ static void on_send(struct pc_conn *c, int res)
                 return;
         }
         kinc(&c->kw->st.bytes_out, (uint64_t)res);
-        c->inflight.off += (size_t)res;
+        pc__conn_tx_done(&c->base, (size_t)res);
+        if (c->inflight.refs == NULL) {
+                c->inflight.off += (size_t)res;
+        } else {
+                struct kref *sent = NULL, **tail = &sent;
+
+                pc__kbuf_advance(&c->inflight, (size_t)res, &tail);
+                /* A done may end @c: the completion's reference keeps it. */
+                pc__krefs_done(sent);
+                if (c->dead)
+                        return;
+        }
         kick_send(c);
+        pc__kconn_maybe_fin(c);
         if (c->want_writable && !c->closing && buffered(c) <= low) {
                 c->want_writable = false;
                 if (c->cb->on_writable) {
@@ -489,8 +570,8 @@ static void on_send(struct pc_conn *c, int res)
         maybe_done(c);
 }
 
-static struct pc_conn *conn_new(struct kworker *kw, int fd, const struct pc_tcp_callbacks *cb,
-                                void *arg, struct pc_tcp_listener *l)
+struct pc_conn *pc__kconn_new(struct kworker *kw, int fd, const struct pc_tcp_callbacks *cb,
+                              void *arg, struct pc_tcp_listener *l)
 {
         struct pc_conn *c = calloc(1, sizeof(*c));
 
@@ -510,11 +591,16 @@ static struct pc_conn *conn_new(struct kworker *kw, int fd, const struct pc_tcp_
         return c;
 }
 
-static void conn_opened(struct pc_conn *c)
+void pc__kconn_opened(struct pc_conn *c)
 {
+        socklen_t pl = sizeof(c->peer), ll = sizeof(c->local);
         int one = 1;
 
         setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        /* Kept, so pc_conn_peer()/pc_conn_local() cost no system call and
+         * may be read from any thread while the connection is open. */
+        c->addr_ok = getpeername(c->fd, &c->peer.sa, &pl) == 0 &&
+                     getsockname(c->fd, &c->local.sa, &ll) == 0;
         c->open = true;
         c->refs++;
         if (c->cb->on_accept)
@@ -523,158 +609,13 @@ static void conn_opened(struct pc_conn *c)
         unref(c);
 }
 
-/* ---- accept --------------------------------------------------------------- */
-
-static void arm_accept(struct klsock *ls)
-{
-        struct io_uring_sqe *sqe;
-
-        if (ls->armed || ls->fd < 0 || ls->kw->quiescing)
-                return;
-        sqe = pc__knet_sqe(ls->kw);
-        if (sqe == NULL) {
-                pc_timer_start(&ls->retry, KNET_ACCEPT_RETRY_NS, 0);
-                return;
-        }
-        io_uring_prep_multishot_accept(sqe, ls->fd, NULL, NULL, SOCK_CLOEXEC);
-        set_ud(ls->kw, sqe, ls, T_ACCEPT);
-        ls->armed = true;
-}
-
-static void accept_retry(struct pc_timer *t, void *arg)
-{
-        (void)t;
-        arm_accept(arg);
-}
-
-/* Serve @fd, accepted by @l's socket, on @kw, whose load already counts
- * it (reserve_place()). */
-static void conn_take(struct kworker *kw, struct pc_tcp_listener *l, int fd)
-{
-        bool room = kw->nconns < kw->k->opts.max_conns && kw->ring_ok;
-        struct pc_conn *c = room ? conn_new(kw, fd, l->cb, l->arg, l) : NULL;
-
-        if (c) {
-                kinc(&kw->st.accepted, 1);
-                conn_opened(c);
-                return;
-        }
-        /* At the limit the peer sees an orderly close; else out of memory. */
-        kinc(room ? &kw->st.accept_errors : &kw->st.refused, 1);
-        close(fd);
-        atomic_fetch_sub_explicit(&kw->load, 1, memory_order_relaxed);
-}
-
-/* A connection on its way from the worker whose listener accepted it to
- * the least loaded one. */
-struct handoff {
-        struct kworker *to;
-        struct pc_tcp_listener *l;
-        int fd;
-};
-
-static void handoff_run(void *arg)
-{
-        struct handoff *h = arg;
-
-        conn_take(h->to, h->l, h->fd);
-        free(h);
-}
-
-/*
- * The kernel's SO_REUSEPORT hash spreads connections as their ports fall:
- * 64 of them land 40/24 on two workers as often as not, and the busier
- * worker's clients wait. So each accepted connection goes to the least
- * loaded worker, this one on a tie: its place there is taken by a
- * compare-and-swap on the load just read, so accepts on several workers
- * at once cannot all pick the same one, and loads never drift more than
- * one apart while connections only open. Returns the worker, its load
- * already counting the connection.
- */
-static unsigned reserve_place(struct kworker *kw)
-{
-        struct knet *k = kw->k;
-        unsigned n = k->rt->nworkers;
-
-        if (n < 2 || (k->opts.flags & PC_KNET_NO_BALANCE)) {
-                atomic_fetch_add_explicit(&kw->load, 1, memory_order_relaxed);
-                return kw->id;
-        }
-        for (;;) {
-                unsigned best = kw->id;
-                unsigned least = atomic_load_explicit(&kw->load, memory_order_relaxed);
-
-                for (unsigned i = 0; i < n; i++) {
-                        unsigned ld = atomic_load_explicit(&k->kw[i]->load, memory_order_relaxed);
-
-                        if (ld < least) {
-                                least = ld;
-                                best = i;
-                        }
-                }
-                if (atomic_compare_exchange_weak_explicit(&k->kw[best]->load, &least, least + 1,
-                                                          memory_order_relaxed,
-                                                          memory_order_relaxed))
-                        return best;
-        }
-}
-
-/* Serve @fd here or hand it to the worker reserve_place() picks. */
-static void place_conn(struct kworker *kw, struct pc_tcp_listener *l, int fd)
-{
-        unsigned to = reserve_place(kw);
-
-        if (to != kw->id) {
-                /* Sticky: in elastic mode a thief would otherwise serve it
-                 * on a worker other than the one whose load counts it. */
-                const struct pc_spawn_opts o = {
-                        .affinity = PC_STICKY, .place = PC_SPAWN_WORKER, .worker = to};
-                struct handoff *h = malloc(sizeof(*h));
-
-                if (h) {
-                        h->to = kw->k->kw[to];
-                        h->l = l;
-                        h->fd = fd;
-                        if (pc_spawn_ex(handoff_run, h, &o) >= 0) {
-                                kinc(&kw->st.handed_off, 1);
-                                return;
-                        }
-                        free(h);
-                }
-                /* Out of memory: serve it here after all. */
-                atomic_fetch_sub_explicit(&kw->k->kw[to]->load, 1, memory_order_relaxed);
-                atomic_fetch_add_explicit(&kw->load, 1, memory_order_relaxed);
-        }
-        conn_take(kw, l, fd);
-}
-
-static void on_accept(struct klsock *ls, int res, unsigned flags)
-{
-        struct kworker *kw = ls->kw;
-
-        if (!(flags & IORING_CQE_F_MORE))
-                ls->armed = false;
-        if (res >= 0)
-                place_conn(kw, ls->l, res);
-        else if (res != -ECANCELED)
-                kinc(&kw->st.accept_errors, 1);
-        if (!ls->armed) {
-                /* Out of descriptors or memory: retrying at once would spin
-                 * on the same failure, so wait a little. */
-                if (res == -EMFILE || res == -ENFILE || res == -ENOMEM || res == -ENOBUFS)
-                        pc_timer_start(&ls->retry, KNET_ACCEPT_RETRY_NS, 0);
-                else
-                        arm_accept(ls);
-        }
-}
-
 void pc__tcp_complete(struct kworker *kw, unsigned tag, void *ptr, int res, unsigned flags)
 {
         struct pc_conn *c = ptr;
 
         switch (tag) {
         case T_ACCEPT:
-                on_accept(ptr, res, flags);
+                pc__tcp_on_accept(ptr, res, flags);
                 return;
         case T_RECV:
                 if (c->recv_mshot) {
@@ -697,7 +638,7 @@ void pc__tcp_complete(struct kworker *kw, unsigned tag, void *ptr, int res, unsi
                         finish(c, res);
                         break;
                 }
-                conn_opened(c);
+                pc__kconn_opened(c);
                 break;
         default:
                 pc_log(PC_LOG_ERROR, "worker %u: completion with tag %u", kw->id, tag);
@@ -713,9 +654,11 @@ static void conn_restart(struct pc_conn *c)
         if (c->dead)
                 return;
         c->refs++;
+        pc__conn_idle_restart(&c->base);
         resume(c); /* while paused, on_send (or the reading fiber) resumes */
         kick_send(c);
         maybe_done(c);
+        pc__kconn_maybe_fin(c);
         unref(c);
 }
 
@@ -725,162 +668,11 @@ void pc__tcp_worker_start(struct kworker *kw)
         struct pc_conn *c, *next;
 
         for (unsigned i = 0; i < k->nl; i++)
-                arm_accept(&k->listeners[i]->s[kw->id]);
+                pc__tcp_arm_accept(&k->listeners[i]->s[kw->id]);
         for (c = kw->conns; c; c = next) {
                 next = c->next;
                 conn_restart(c);
         }
-}
-
-/* ---- public API ----------------------------------------------------------- */
-
-static uint16_t klistener_port(const struct pc_tcp_listener *l)
-{
-        return l->port;
-}
-
-static const struct pc__listener_ops klistener_ops = {
-        .port = klistener_port,
-};
-
-int pc_tcp_listen_kernel(struct pc_runtime *rt, const char *addr, uint16_t port,
-                         const struct pc_tcp_callbacks *cb, void *arg,
-                         struct pc_tcp_listener **out)
-{
-        struct pc_tcp_listener *l;
-        struct knet *k;
-        uint16_t bound = port;
-        int rc;
-
-        if (rt == NULL || cb == NULL || addr == NULL)
-                return -EINVAL;
-        rc = pc__knet_setup(rt, &k);
-        if (rc)
-                return rc;
-        if (k->nl == KNET_MAX_LISTEN)
-                return -ENOSPC;
-        l = calloc(1, sizeof(*l) + rt->nworkers * sizeof(l->s[0]));
-        if (l == NULL)
-                return -ENOMEM;
-        l->base.ops = &klistener_ops;
-        l->cb = cb;
-        l->arg = arg;
-        l->n = rt->nworkers;
-        for (unsigned i = 0; i < rt->nworkers; i++)
-                l->s[i].fd = -1;
-        for (unsigned i = 0; i < rt->nworkers; i++) {
-                int fd = pc__knet_socket(SOCK_STREAM, addr, bound, true, &bound);
-                if (fd < 0) {
-                        for (unsigned j = 0; j < i; j++)
-                                close(l->s[j].fd);
-                        free(l);
-                        return fd;
-                }
-                l->s[i].fd = fd;
-                l->s[i].l = l;
-                l->s[i].kw = k->kw[i];
-                pc_timer_init(&l->s[i].retry, accept_retry, &l->s[i]);
-        }
-        l->port = bound;
-        k->listeners[k->nl++] = l;
-        if (out)
-                *out = l;
-        return 0;
-}
-
-int pc_tcp_connect_kernel(const char *addr, uint16_t port, const struct pc_tcp_callbacks *cb,
-                          void *arg, struct pc_conn **out)
-{
-        struct kworker *kw = pc__knet_self();
-        struct io_uring_sqe *sqe;
-        struct sockaddr_in sa;
-        struct pc_conn *c;
-        int fd;
-
-        if (kw == NULL)
-                return -EPERM;
-        if (cb == NULL || port == 0 || pc__knet_addr(addr, port, &sa))
-                return -EINVAL;
-        fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0)
-                return -errno;
-        c = conn_new(kw, fd, cb, arg, NULL);
-        if (c == NULL) {
-                close(fd);
-                return -ENOMEM;
-        }
-        atomic_fetch_add_explicit(&kw->load, 1, memory_order_relaxed);
-        c->peer = sa;
-        sqe = pc__knet_sqe(kw);
-        if (sqe == NULL) {
-                c->dead = true;
-                c->refs++;
-                unref(c);
-                return -EBUSY;
-        }
-        io_uring_prep_connect(sqe, fd, (struct sockaddr *)&c->peer, sizeof(c->peer));
-        set_ud(kw, sqe, c, T_CONNECT);
-        c->connect_armed = true;
-        c->refs++;
-        if (out)
-                *out = c;
-        return 0;
-}
-
-static int kconn_send(struct pc_conn *c, const void *data, size_t len)
-{
-        struct kworker *kw;
-        size_t total;
-
-        if (c == NULL || (data == NULL && len))
-                return -EINVAL;
-        kw = c->kw;
-        if (pc__self == NULL || pc__self->id != kw->id || pc__self->rt != kw->k->rt)
-                return -EXDEV;
-        if (c->closing || c->dead)
-                return -EPIPE;
-        if (len == 0)
-                return 0;
-        if (len > kw->k->opts.out_cap)
-                return -EMSGSIZE;
-        total = buffered(c) + len;
-        if (total > kw->k->opts.out_cap) {
-                kinc(&kw->st.send_refused, 1);
-                c->want_writable = true;
-                return -ENOBUFS;
-        }
-        if (pc__kbuf_put(&c->pending, data, len))
-                return -ENOMEM;
-        if (total > atomic_load_explicit(&kw->st.out_max, memory_order_relaxed))
-                atomic_store_explicit(&kw->st.out_max, total, memory_order_relaxed);
-        kick_send(c);
-        return 0;
-}
-
-static int kconn_close(struct pc_conn *c)
-{
-        if (c == NULL)
-                return -EINVAL;
-        if (pc__self == NULL || pc__self->id != c->kw->id)
-                return -EXDEV;
-        if (c->closing || c->dead)
-                return 0;
-        c->closing = true;
-        cancel_recv(c);
-        maybe_done(c);
-        return 0;
-}
-
-static int kconn_linger(struct pc_conn *c)
-{
-        if (c == NULL)
-                return -EINVAL;
-        if (pc__self == NULL || pc__self->id != c->kw->id)
-                return -EXDEV;
-        if (c->closing || c->dead)
-                return -EPIPE;
-        c->linger = true;
-        return 0;
 }
 
 /* From a callback of @c's, whose reference keeps @c alive. */
@@ -902,35 +694,8 @@ void pc__conn_input_pause(struct pc_conn *c, bool pause)
         unref(c);
 }
 
-static size_t kconn_buffered(const struct pc_conn *c)
-{
-        return c ? buffered(c) : 0;
-}
-
-static unsigned kconn_worker(const struct pc_conn *c)
-{
-        return c->kw->id;
-}
-
-static int kconn_owner(const struct pc_conn *c)
-{
-        if (pc__self == NULL || pc__self->id != c->kw->id || pc__self->rt != c->kw->k->rt)
-                return -EXDEV;
-        return 0;
-}
-
-const struct pc__conn_ops pc__kconn_ops = {
-        .name = "kernel",
-        .owner = kconn_owner,
-        .send = kconn_send,
-        .close = kconn_close,
-        .linger = kconn_linger,
-        .buffered = kconn_buffered,
-        .worker = kconn_worker,
-        .fiber = &pc__kfiber_ops,
-};
-
-/* At runtime destroy, after the rings are gone: close without callbacks. */
+/* At runtime destroy, after the rings are gone: close without callbacks
+ * (but the references' done: their memory is the caller's again). */
 void pc__tcp_destroy(struct knet *k)
 {
         for (unsigned i = 0; i < k->rt->nworkers; i++) {
@@ -962,64 +727,4 @@ void pc__tcp_destroy(struct knet *k)
                 free(l);
         }
         k->nl = 0;
-}
-
-/* ---- provided buffers -------------------------------------------------------- */
-
-/* On the worker, once its ring exists: register the buffer ring, or leave
- * the worker on single-shot recvs where the kernel has none (before 5.19 it
- * refuses the registration with -EINVAL). */
-void pc__tcp_bufs_setup(struct kworker *kw)
-{
-        const struct pc_knet_opts *o = &kw->k->opts;
-        size_t ringsz = (size_t)o->recv_bufs * sizeof(struct io_uring_buf);
-        long page = sysconf(_SC_PAGESIZE);
-        struct io_uring_buf_reg reg;
-        void *br;
-        int rc;
-
-        if (o->flags & PC_KNET_SINGLE_RECV)
-                return;
-        if (posix_memalign(&br, page > 0 ? (size_t)page : 4096, ringsz))
-                goto nomem;
-        kw->br = br;
-        kw->bufs = malloc((size_t)o->recv_bufs * o->rbuf);
-        if (kw->bufs == NULL)
-                goto nomem;
-        memset(br, 0, ringsz);
-        io_uring_buf_ring_init(kw->br);
-        memset(&reg, 0, sizeof(reg));
-        reg.ring_addr = (uint64_t)(uintptr_t)br;
-        reg.ring_entries = o->recv_bufs;
-        reg.bgid = KNET_BGID;
-        rc = io_uring_register_buf_ring(&kw->ring, &reg, 0);
-        if (rc) {
-                pc_log(PC_LOG_INFO, "worker %u: no provided-buffer ring (%s); single-shot recv",
-                       kw->id, pc_strerror(rc));
-                pc__tcp_bufs_free(kw);
-                return;
-        }
-        kw->nbufs = o->recv_bufs;
-        for (unsigned i = 0; i < kw->nbufs; i++)
-                io_uring_buf_ring_add(kw->br, kw->bufs + (size_t)i * o->rbuf, o->rbuf,
-                                      (unsigned short)i, io_uring_buf_ring_mask(kw->nbufs),
-                                      (int)i);
-        io_uring_buf_ring_advance(kw->br, (int)kw->nbufs);
-        kw->mshot = true;
-        return;
-nomem:
-        pc_log(PC_LOG_WARN, "worker %u: no memory for %u receive buffers; single-shot recv",
-               kw->id, o->recv_bufs);
-        pc__tcp_bufs_free(kw);
-}
-
-/* After the ring is gone (or never took them). */
-void pc__tcp_bufs_free(struct kworker *kw)
-{
-        free(kw->br);
-        free(kw->bufs);
-        kw->br = NULL;
-        kw->bufs = NULL;
-        kw->nbufs = 0;
-        kw->mshot = false;
 }

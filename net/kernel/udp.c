@@ -65,6 +65,61 @@ static void flush(struct kudp_sock *s)
         s->ntx = 0;
 }
 
+/* The peer of a datagram from @a: IPv4 also when it came to an IPv6
+ * socket as a mapped address, so a service sees one form per peer. */
+static void peer_from(const union ksa *a, struct pc_udp_peer *p)
+{
+        memset(p, 0, sizeof(*p));
+        if (a->sa.sa_family == AF_INET6 && !IN6_IS_ADDR_V4MAPPED(&a->in6.sin6_addr)) {
+                p->family = AF_INET6;
+                memcpy(p->addr6, &a->in6.sin6_addr, 16);
+                p->port = ntohs(a->in6.sin6_port);
+                return;
+        }
+        p->family = AF_INET;
+        p->port = ntohs(a->in.sin_port);
+        if (a->sa.sa_family == AF_INET6) {
+                uint32_t v4;
+
+                memcpy(&v4, &a->in6.sin6_addr.s6_addr[12], 4);
+                p->addr = ntohl(v4);
+        } else {
+                p->addr = ntohl(a->in.sin_addr.s_addr);
+        }
+}
+
+/* Where @to is, for @u's sockets: -EAFNOSUPPORT for an IPv6 peer of IPv4
+ * sockets. */
+static int peer_to(const struct pc_kudp *u, const struct pc_udp_peer *to, union ksa *sa,
+                   socklen_t *len)
+{
+        memset(sa, 0, sizeof(*sa));
+        if (to->family == AF_INET6 || (u->v6 && to->family != AF_INET6)) {
+                if (!u->v6)
+                        return -EAFNOSUPPORT;
+                sa->in6.sin6_family = AF_INET6;
+                sa->in6.sin6_port = htons(to->port);
+                if (to->family == AF_INET6) {
+                        memcpy(&sa->in6.sin6_addr, to->addr6, 16);
+                } else {
+                        uint32_t v4 = htonl(to->addr);
+
+                        sa->in6.sin6_addr.s6_addr[10] = 0xff;
+                        sa->in6.sin6_addr.s6_addr[11] = 0xff;
+                        memcpy(&sa->in6.sin6_addr.s6_addr[12], &v4, 4);
+                }
+                *len = sizeof(sa->in6);
+                return 0;
+        }
+        if (to->family != 0 && to->family != AF_INET)
+                return -EAFNOSUPPORT;
+        sa->in.sin_family = AF_INET;
+        sa->in.sin_port = htons(to->port);
+        sa->in.sin_addr.s_addr = htonl(to->addr);
+        *len = sizeof(sa->in);
+        return 0;
+}
+
 /* Receive up to KNET_UDP_ROUNDS batches; leaves s->more set when the
  * socket may hold more. */
 static unsigned drain(struct kudp_sock *s)
@@ -73,7 +128,7 @@ static unsigned drain(struct kudp_sock *s)
         struct pc_kudp *u = s->u;
         struct mmsghdr m[KNET_UDP_BATCH];
         struct iovec v[KNET_UDP_BATCH];
-        struct sockaddr_in a[KNET_UDP_BATCH];
+        union ksa a[KNET_UDP_BATCH];
         unsigned total = 0;
 
         for (unsigned r = 0; r < KNET_UDP_ROUNDS; r++) {
@@ -97,10 +152,9 @@ static unsigned drain(struct kudp_sock *s)
                 }
                 kinc(&kw->st.udp_rx, (uint64_t)n);
                 for (int i = 0; i < n; i++) {
-                        struct pc_udp_peer from = {
-                                .addr = ntohl(a[i].sin_addr.s_addr),
-                                .port = ntohs(a[i].sin_port),
-                        };
+                        struct pc_udp_peer from;
+
+                        peer_from(&a[i], &from);
                         u->fn(u, &from, u->port, v[i].iov_base, m[i].msg_len, u->arg);
                 }
                 total += (unsigned)n;
@@ -219,6 +273,7 @@ int pc_kudp_bind(struct pc_runtime *rt, const char *addr, uint16_t port, pc_kudp
                 return rc;
         }
         u->port = bound;
+        u->v6 = strchr(addr, ':') != NULL; /* pc__knet_addr() took it as IPv6 */
         k->udps[k->nu++] = u;
         if (out)
                 *out = u;
@@ -235,7 +290,9 @@ int pc_kudp_send(struct pc_kudp *u, const struct pc_udp_peer *to, uint16_t sport
 {
         struct kworker *kw = pc__knet_self();
         struct kudp_sock *s;
-        struct sockaddr_in sa;
+        union ksa sa;
+        socklen_t sl;
+        int rc;
 
         if (kw == NULL)
                 return -EPERM;
@@ -245,15 +302,13 @@ int pc_kudp_send(struct pc_kudp *u, const struct pc_udp_peer *to, uint16_t sport
         if (len > UDP_MAX)
                 return -EMSGSIZE;
         s = u->s[kw->id];
-        memset(&sa, 0, sizeof(sa));
-        sa.sin_family = AF_INET;
-        sa.sin_addr.s_addr = htonl(to->addr);
-        sa.sin_port = htons(to->port);
+        rc = peer_to(u, to, &sa, &sl);
+        if (rc)
+                return rc;
         if (len > KNET_UDP_SLOT) {
                 /* Too big for a batch slot: keep order, then send it alone. */
                 flush(s);
-                if (sendto(s->fd, data, len, MSG_DONTWAIT, (struct sockaddr *)&sa,
-                           sizeof(sa)) < 0)
+                if (sendto(s->fd, data, len, MSG_DONTWAIT, &sa.sa, sl) < 0)
                         kinc(&kw->st.udp_drops, 1);
                 else
                         kinc(&kw->st.udp_tx, 1);
@@ -264,7 +319,7 @@ int pc_kudp_send(struct pc_kudp *u, const struct pc_udp_peer *to, uint16_t sport
         memcpy(s->txbuf[s->ntx], data, len);
         s->txv[s->ntx].iov_len = len;
         s->txa[s->ntx] = sa;
-        s->tx[s->ntx].msg_hdr.msg_namelen = sizeof(sa);
+        s->tx[s->ntx].msg_hdr.msg_namelen = sl;
         s->ntx++;
         return 0;
 }
