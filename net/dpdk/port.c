@@ -162,6 +162,9 @@ static void worker_start(struct pc_worker *w, void *arg)
                 /* A listener closed while no run went on, or whose tasks a
                  * stopping run dropped. */
                 pc__dtcp_listeners_sync(q);
+                /* Timers do not outlive a run: the idle timeouts again. */
+                for (struct pc__dconn *dc = q->conns; dc; dc = dc->next)
+                        pc__conn_idle_restart(&dc->base);
                 if (q->poller_registered)
                         continue;
                 rc = pc_poller_register(&rx_ops, q, NULL);
