@@ -271,6 +271,12 @@ static void f_sendref(struct fin *f, unsigned n, unsigned size)
         for (i = 0; i < n && rc == 0; i++) {
                 say(f->c, "R%u:", i);
                 rc = pc_conn_send_ref(f->c, pattern + (size_t)i * 17, size, ref_done, &done);
+                /* Over the backend's output cap: wait for the peer to take some. */
+                for (unsigned w = 0; w < 20000 && rc == -ENOBUFS; w++) {
+                        pc_fiber_sleep_ns(MS);
+                        rc = pc_conn_send_ref(f->c, pattern + (size_t)i * 17, size, ref_done,
+                                              &done);
+                }
         }
         for (unsigned w = 0; w < 20000 && done < i; w++)
                 pc_fiber_sleep_ns(MS);
@@ -582,7 +588,7 @@ int main(int argc, char **argv)
         cfg.idle = PC_IDLE_PARK;
         if (i + 1 < argc && strcmp(argv[i], "--dpdk") == 0 && i + 2 < argc) {
                 int n = snprintf(eal, sizeof(eal),
-                                 "--no-huge --no-pci -m 512 --in-memory --log-level=lib.eal:error "
+                                 "--no-huge --no-pci -m 512 --file-prefix pc_svc_server --log-level=lib.eal:error "
                                  "--vdev net_af_packet0,iface=%s,qpairs=2",
                                  argv[i + 1]);
 
