@@ -43,14 +43,8 @@ static const struct pc_tcpe_callbacks *app(const struct pc_tcb *c)
         return (c->flags & (TF_OPEN | TF_NOTIFY | TF_DEAD)) == TF_OPEN ? c->cb : NULL;
 }
 
-void pc__tcb_free_bufs(struct pc_tcb *c)
+void pc__tcb_free_rbuf(struct pc_tcb *c)
 {
-        if (c->sbuf) {
-                pc__tcp_mem(c->e, -(int64_t)c->sbuf_size);
-                free(c->sbuf);
-                c->sbuf = NULL;
-                c->sbuf_size = 0;
-        }
         if (c->rbuf) {
                 pc__tcp_mem(c->e, -(int64_t)c->rbuf_size);
                 free(c->rbuf);
@@ -59,6 +53,17 @@ void pc__tcb_free_bufs(struct pc_tcb *c)
         }
         c->nooo = 0;
         c->rcv_read = rcv_data_end(c);
+}
+
+void pc__tcb_free_bufs(struct pc_tcb *c)
+{
+        if (c->sbuf) {
+                pc__tcp_mem(c->e, -(int64_t)c->sbuf_size);
+                free(c->sbuf);
+                c->sbuf = NULL;
+                c->sbuf_size = 0;
+        }
+        pc__tcb_free_rbuf(c);
 }
 
 /* ---- Connect -------------------------------------------------------------- */
@@ -226,6 +231,8 @@ static int tcb_fin(struct pc_tcb *c, bool reading)
                 c->nooo = 0;
                 if (c->state == PC_TCP_FIN_WAIT_2)
                         pc__tcb_2msl_start(c, c->e->cfg.fin_wait2_ns);
+                else if (c->state != PC_TCP_TIME_WAIT && c->state != PC_TCP_SYN_SENT_STATE)
+                        pc__tcb_2msl_start(c, TCP_LINGER_NS);
         }
         if (c->flags & TF_FIN_QUEUED)
                 return 0;
