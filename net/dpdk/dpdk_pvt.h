@@ -38,6 +38,7 @@
  * read by anyone. */
 struct pc_qstats {
         _Atomic uint64_t rx, tx, drops, errors, malformed;
+        _Atomic uint64_t bad_cksum;    /* TCP or UDP checksums that failed */
         _Atomic uint64_t reason[PC_PKT_NR];
         _Atomic uint64_t tcp_handoffs; /* segments handed to their owner worker */
         _Atomic uint64_t arp_held;     /* TCP frames held for an ARP answer */
@@ -160,6 +161,7 @@ struct pc_port {
         uint8_t rss_key[64];
         uint16_t reta_size;
         uint16_t reta[PC_RETA_MAX];
+        _Atomic bool cksum_warned; /* pc__port_bad_cksum() said why, once */
         /* Shared by the workers, written on ARP frames only. */
         struct pc_arp_slot arp[PC_ARP_SLOTS] PC_ALIGNED;
 };
@@ -194,6 +196,9 @@ static inline void pc__qcount(_Atomic uint64_t *c, uint64_t n)
                               memory_order_relaxed);
 }
 void pc__port_drop(struct pc_port_q *q, struct rte_mbuf *m, enum pc_pkt_err why);
+/* A TCP or UDP checksum failed on @q: count it, and the first time on the
+ * port warn with the likely cause (its worker). */
+void pc__port_bad_cksum(struct pc_port_q *q);
 
 /* arp.c: the port's ARP table, shared by its workers. Any thread. */
 bool pc__arp_lookup(const struct pc_port *p, uint32_t addr, uint8_t *mac);

@@ -140,6 +140,9 @@ struct pc_port_stats {
         uint64_t drops;     /**< packets freed unsent or unhandled */
         uint64_t errors;    /**< device errors (rx/tx errors, nombuf) */
         uint64_t malformed; /**< frames a parser rejected */
+        uint64_t bad_cksum; /**< of those, TCP or UDP checksums that failed
+                                 (a kernel sender's unfinished offload, see
+                                 the warning logged at the first) */
 };
 
 /**

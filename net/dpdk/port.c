@@ -9,6 +9,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <net/if.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -510,6 +511,36 @@ void pc__port_drop(struct pc_port_q *q, struct rte_mbuf *m, enum pc_pkt_err why)
                 pc__qcount(&q->st.reason[why], 1);
         if (pc_pkt_err_malformed(why))
                 pc__qcount(&q->st.malformed, 1);
+        if (why == PC_PKT_UDP_CSUM)
+                pc__port_bad_cksum(q);
+}
+
+/* A kernel interface with checksum offload on (a veth, whose "hardware"
+ * is the peer's stack) sends TCP and UDP with the checksum left for the
+ * device to finish (CHECKSUM_PARTIAL). A packet socket, and so the
+ * af_packet PMD, sees the frame as it is; DPDK 22.11's PMD copies it out
+ * without its TP_STATUS_CSUMNOTREADY mark (no mbuf flag says so), so it
+ * cannot be told from a corrupt one and fails our check: ping works, TCP
+ * and UDP do not. Nothing but a counter would show it, hence the one
+ * warning per port that names the remedy. */
+void pc__port_bad_cksum(struct pc_port_q *q)
+{
+        struct pc_port *p = q->port;
+        struct rte_eth_dev_info info;
+        char ifname[IF_NAMESIZE] = "";
+
+        pc__qcount(&q->st.bad_cksum, 1);
+        if (atomic_load_explicit(&p->cksum_warned, memory_order_relaxed) ||
+            atomic_exchange(&p->cksum_warned, true))
+                return;
+        if (rte_eth_dev_info_get(p->port_id, &info) == 0 && info.if_index &&
+            if_indextoname(info.if_index, ifname) == NULL)
+                ifname[0] = 0;
+        pc_log(PC_LOG_WARN,
+               "port %s%s%s%s: a TCP or UDP checksum failed (bad_cksum counts them). A kernel "
+               "interface that sends with checksum offload on leaves checksums unfinished; on "
+               "a veth, turn it off on the kernel's side: ethtool -K <peer> tx off",
+               p->name, ifname[0] ? " (" : "", ifname, ifname[0] ? ")" : "");
 }
 
 /* ---- counters ------------------------------------------------------------- */
@@ -599,6 +630,8 @@ static void port_metrics(struct pc_runtime *rt, struct pc__prom *p, void *arg)
                 F("drops_total", drops, "Packets freed unsent or unhandled."),
                 F("errors_total", errors, "Send errors of the queue."),
                 F("malformed_total", malformed, "Frames a parser rejected."),
+                F("bad_checksum_total", bad_cksum,
+                  "TCP or UDP checksums that failed (a kernel sender's unfinished offload?)."),
                 F("tcp_handoffs_total", tcp_handoffs,
                   "TCP segments handed to the worker owning their connection."),
                 F("tcp_arp_held_total", arp_held, "TCP frames held for an ARP answer."),
@@ -658,6 +691,7 @@ int pc_port_stats(const struct pc_port *p, int queue, struct pc_port_stats *out)
                 out->drops += LD(s->drops);
                 out->errors += LD(s->errors);
                 out->malformed += LD(s->malformed);
+                out->bad_cksum += LD(s->bad_cksum);
         }
         if (queue < 0) {
                 /* The device's own error counts are per port. */

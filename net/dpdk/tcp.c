@@ -361,10 +361,13 @@ static void input_local(struct pc_port *p, struct pc_port_q *q, struct rte_mbuf 
 
         e = pc_tcpe_input(q->tcpe, pk->ip_src, pk->ip_dst, frame + pk->payload_off,
                           pk->payload_len, pc_now_ns());
-        if (e == PC_TCP_OK)
+        if (e == PC_TCP_OK) {
                 rte_pktmbuf_free(m);
-        else
-                pc__port_drop(q, m, pc_tcp_err_malformed(e) ? PC_PKT_TCP_BAD : PC_PKT_TCP_DROP);
+                return;
+        }
+        if (e == PC_TCP_CSUM)
+                pc__port_bad_cksum(q);
+        pc__port_drop(q, m, pc_tcp_err_malformed(e) ? PC_PKT_TCP_BAD : PC_PKT_TCP_DROP);
 }
 
 /* On the owner: a segment of one of our flows that another worker
@@ -403,11 +406,15 @@ void pc__tcp_rx(struct pc_port *p, struct pc_port_q *q, struct rte_mbuf *m,
         if (!p->steer && p->nq > 1 && flow_queue(p, pk->ip_src, pk->sport, pk->dport) != q->qid) {
                 unsigned owner = flow_queue(p, pk->ip_src, pk->sport, pk->dport);
                 struct pc_tcp_seg sg;
+                enum pc_tcp_err e;
 
                 /* Malformed input is dropped where it arrived, not sent on. */
-                if (pc_tcp_parse(pk->ip_src, pk->ip_dst,
+                e = pc_tcp_parse(pk->ip_src, pk->ip_dst,
                                  rte_pktmbuf_mtod(m, const uint8_t *) + pk->payload_off,
-                                 pk->payload_len, &sg) != PC_TCP_OK) {
+                                 pk->payload_len, &sg);
+                if (e != PC_TCP_OK) {
+                        if (e == PC_TCP_CSUM)
+                                pc__port_bad_cksum(q);
                         pc__port_drop(q, m, PC_PKT_TCP_BAD);
                         return;
                 }

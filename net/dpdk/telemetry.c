@@ -35,6 +35,7 @@ static void put_stats(struct rte_tel_data *d, const struct pc_port_stats *s)
         rte_tel_data_add_dict_u64(d, "drops", s->drops);
         rte_tel_data_add_dict_u64(d, "errors", s->errors);
         rte_tel_data_add_dict_u64(d, "malformed", s->malformed);
+        rte_tel_data_add_dict_u64(d, "bad_cksum", s->bad_cksum);
 }
 
 static int cmd_ports(const char *cmd, const char *params, struct rte_tel_data *d)

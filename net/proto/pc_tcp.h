@@ -109,6 +109,9 @@ enum pc_tcp_err {
         PC_TCP_ACK_INVALID,  /**< ACK of unsent data or too old (RFC 5961 5.2) */
         PC_TCP_OOO_FULL,     /**< out of order with the out-of-order store full */
         PC_TCP_CLOSED,       /**< data after our close (the connection is reset) */
+        PC_TCP_DISCARD,      /**< data after our close while our output is not
+                                  all acknowledged (dropped unacknowledged;
+                                  the reset waits for the output) */
         PC_TCP_NR
 };
 
@@ -398,8 +401,13 @@ int pc_tcb_send_ref(struct pc_tcb *c, const void *data, size_t len, pc_tcb_ref_f
 
 /**
  * Close @c gracefully: stop reading, send what is queued, then FIN;
- * on_close follows. Data that arrives afterwards resets the connection
- * (RFC 1122 4.2.2.13). Closing while connecting cancels (-ECANCELED).
+ * on_close follows. Data that arrives afterwards is lost, which RFC 1122
+ * 4.2.2.13 says with a reset, but only once the peer has acknowledged all
+ * we sent (our FIN included), so that a reply queued before the close
+ * (an error for a request still arriving, say) reaches it: until then
+ * such data is dropped unacknowledged (PC_TCP_DISCARD) and our output
+ * goes on. A peer that acknowledges nothing new for a while (60 s) after
+ * the close is reset. Closing while connecting cancels (-ECANCELED).
  * Idempotent: 0, or -EINVAL.
  */
 int pc_tcb_close(struct pc_tcb *c);

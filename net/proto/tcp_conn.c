@@ -38,6 +38,18 @@ static uint32_t pow2_at_least(uint32_t n)
         return p;
 }
 
+void pc__tcb_free_rbuf(struct pc_tcb *c)
+{
+        if (c->rbuf) {
+                pc__tcp_mem(c->e, -(int64_t)c->rbuf_size);
+                free(c->rbuf);
+                c->rbuf = NULL;
+                c->rbuf_size = 0;
+        }
+        c->nooo = 0;
+        c->rcv_read = rcv_data_end(c);
+}
+
 void pc__tcb_free_bufs(struct pc_tcb *c)
 {
         if (c->sref_n)
@@ -54,14 +66,7 @@ void pc__tcb_free_bufs(struct pc_tcb *c)
                 c->sbuf = NULL;
                 c->sbuf_size = 0;
         }
-        if (c->rbuf) {
-                pc__tcp_mem(c->e, -(int64_t)c->rbuf_size);
-                free(c->rbuf);
-                c->rbuf = NULL;
-                c->rbuf_size = 0;
-        }
-        c->nooo = 0;
-        c->rcv_read = rcv_data_end(c);
+        pc__tcb_free_rbuf(c);
 }
 
 /* ---- Connect -------------------------------------------------------------- */
@@ -134,6 +139,8 @@ static int tcb_fin(struct pc_tcb *c, bool reading)
                 c->nooo = 0;
                 if (c->state == PC_TCP_FIN_WAIT_2)
                         pc__tcb_2msl_start(c, c->e->cfg.fin_wait2_ns);
+                else if (c->state != PC_TCP_TIME_WAIT && c->state != PC_TCP_SYN_SENT_STATE)
+                        pc__tcb_2msl_start(c, TCP_LINGER_NS);
         }
         if (c->flags & TF_FIN_QUEUED)
                 return 0;

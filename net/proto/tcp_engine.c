@@ -42,6 +42,7 @@ static const char *const err_names[PC_TCP_NR] = {
         [PC_TCP_ACK_INVALID] = "ack_invalid",
         [PC_TCP_OOO_FULL] = "ooo_full",
         [PC_TCP_CLOSED] = "closed",
+        [PC_TCP_DISCARD] = "discard",
 };
 
 static const char *const state_names[PC_TCP_STATE_NR] = {

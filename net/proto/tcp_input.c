@@ -311,6 +311,8 @@ static void new_ack(struct pc_tcb *c, uint32_t ack)
         if (seq_lt(c->snd_nxt, ack))
                 c->snd_nxt = ack;
         c->retries = 0;
+        if (c->flags & TF_APP_CLOSED)
+                pc__tcb_2msl_start(c, TCP_LINGER_NS); /* progress */
         if (c->flags & TF_RECOVERY) {
                 if (seq_ge(ack, c->recover)) {
                         /* RFC 6582 3.2 (3): a full ACK ends recovery. */
@@ -586,6 +588,14 @@ enum pc_tcp_err pc__tcb_input(struct pc_tcb *c, struct pc_tcp_seg *s)
                 if (r != PC_TCP_OK || (c->flags & TF_DEAD))
                         return r;
                 if (fin_acked(c)) {
+                        if (c->state == PC_TCP_FIN_WAIT_1 && (c->flags & TF_DISCARDED)) {
+                                /* All we sent has arrived: now the reset
+                                 * owed for the data we dropped after our
+                                 * close (step 7) can cost nothing. */
+                                pc__tcb_send_rst(c);
+                                pc__tcb_done(c, -ECONNABORTED);
+                                return dlen ? PC_TCP_CLOSED : PC_TCP_OK;
+                        }
                         if (c->state == PC_TCP_FIN_WAIT_1) {
                                 pc__tcb_set_state(c, PC_TCP_FIN_WAIT_2);
                                 pc__tcb_rexmt_stop(c);
@@ -608,7 +618,20 @@ enum pc_tcp_err pc__tcb_input(struct pc_tcb *c, struct pc_tcp_seg *s)
         if (dlen) {
                 if (c->flags & TF_APP_CLOSED) {
                         /* RFC 1122 4.2.2.13: data after our close is lost;
-                         * say so with a reset. */
+                         * say so with a reset. But the reset ends the
+                         * connection, and with it whatever we queued that
+                         * the peer has not acknowledged (often the reply
+                         * to what it is still sending). Until our output
+                         * and FIN are acknowledged, the data is dropped
+                         * instead, unacknowledged: the window we offered
+                         * bounds what the peer sends meanwhile, none of it
+                         * is stored, and the reset follows the ACK of our
+                         * FIN (step 5). */
+                        if (!fin_acked(c)) {
+                                c->flags |= TF_DISCARDED;
+                                pc__tcb_free_rbuf(c);
+                                return PC_TCP_DISCARD;
+                        }
                         pc__tcb_send_rst(c);
                         pc__tcb_done(c, -ECONNABORTED);
                         return PC_TCP_CLOSED;

@@ -42,6 +42,11 @@
 #define TCP_COOKIE_PERIOD_NS (64ull * 1000000000ull) /* a cookie lives 1-2 */
 #define TCP_PERSIST_MIN_NS 200000000ull /* first window probe after 200 ms */
 #define TCP_OOW_ACK_NS 500000000ull /* out-of-window ACKs: one per 500 ms */
+/* After our close, how long the peer may go without acknowledging anything
+ * new (while we still have output in flight, or it keeps our window
+ * probes answered at zero) before we reset: what bounds a closed
+ * connection whose peer neither reads nor goes away. */
+#define TCP_LINGER_NS (60ull * 1000000000ull)
 #define TCP_NEVER UINT64_MAX
 #define TCP_HDR_MAX (PC_IPV4_HLEN + 60)
 
@@ -75,6 +80,8 @@
 #define TF_PARTIAL_SEEN (1u << 26) /* a partial ACK in this recovery */
 #define TF_PROBE (1u << 27)      /* the next output sends a window probe */
 #define TF_WND_CHECK (1u << 28)  /* held data was read: maybe a window update */
+#define TF_DISCARDED (1u << 29)  /* data after our close was dropped: reset
+                                    once our output is acknowledged */
 
 struct tcp_range {
         uint32_t start, end;
@@ -339,6 +346,9 @@ enum pc_tcp_err pc__tcb_rcv_data(struct pc_tcb *c, uint32_t seq, const uint8_t *
                                  size_t len);
 void pc__tcb_deliver(struct pc_tcb *c);
 void pc__tcb_free_bufs(struct pc_tcb *c);
+/* Free the receive ring and forget what it held (not inside on_data: the
+ * data it was given may lie there). */
+void pc__tcb_free_rbuf(struct pc_tcb *c);
 int pc__tcb_close(struct pc_tcb *c);
 
 #endif /* PC_TCP_PVT_H */

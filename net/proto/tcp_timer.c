@@ -2,9 +2,10 @@
 /*
  * Timers. Each connection has four deadlines: t_rexmt (retransmission, or
  * persist while the peer's window is shut: the two never run together),
- * t_delack, t_keep (keepalive) and t_2msl (TIME-WAIT, or FIN-WAIT-2's
- * limit). Its earliest is its key in the engine's min-heap, so the caller
- * needs a single timer for the whole engine (pc_tcpe_next_deadline()).
+ * t_delack, t_keep (keepalive) and t_2msl (TIME-WAIT, FIN-WAIT-2's limit,
+ * or the linger limit of the other states after our close). Its earliest
+ * is its key in the engine's min-heap, so the caller needs a single timer
+ * for the whole engine (pc_tcpe_next_deadline()).
  *
  * RTO per RFC 6298: the first sample sets SRTT and RTTVAR = R/2, later
  * ones the 1/8 and 1/4 gains; RTO = SRTT + 4 RTTVAR within [rto_min,
@@ -250,9 +251,17 @@ static void on_keep(struct pc_tcb *c)
 
 static void on_2msl(struct pc_tcb *c)
 {
-        /* The end of TIME-WAIT, or of FIN-WAIT-2 after our close: the peer
-         * never sent its FIN. */
-        pc__tcb_done(c, c->state == PC_TCP_TIME_WAIT ? 0 : -ETIMEDOUT);
+        /* The end of TIME-WAIT; of FIN-WAIT-2 after our close (the peer
+         * never sent its FIN); or of the linger after our close, the peer
+         * taking nothing more of what we sent (TCP_LINGER_NS), which a
+         * reset tells a peer that is still there. */
+        if (c->state == PC_TCP_TIME_WAIT) {
+                pc__tcb_done(c, 0);
+                return;
+        }
+        if (tcb_synced(c) && c->state != PC_TCP_FIN_WAIT_2)
+                pc__tcb_send_rst(c);
+        pc__tcb_done(c, -ETIMEDOUT);
 }
 
 void pc__tcp_timers_run(struct pc_tcpe *e, uint64_t now)

@@ -418,6 +418,8 @@ static void test_stack_drops_every_kind(void **state)
         assert_int_equal(s.rx, stack_expect_rx);
         assert_int_equal(s.tx, stack_expect_rx);
         assert_int_equal(s.malformed, nmal);
+        /* Of them, the one UDP checksum (no TCP case reaches a checksum). */
+        assert_int_equal(s.bad_cksum, 1);
         assert_int_equal(s.drops, ncases - 3 + 3);
         /* Every malformed kind was among the cases. */
         assert_int_equal(nmal, PC_PKT_MALFORMED_END - 1);
