@@ -18,6 +18,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* How the library was built: which backends, which version (generated). */
+#include "pc_config.h"
 /* The layer below: topology, placement, CPU lists (numa/). */
 #include "pc_topo.h"
 
