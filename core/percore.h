@@ -18,6 +18,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* How the library was built: which backends, which version (generated). */
+#include "pc_config.h"
 /* The layer below: topology, placement, CPU lists (numa/). */
 #include "pc_topo.h"
 
@@ -216,8 +218,10 @@ int pc_runtime_create(const struct pc_config *cfg, struct pc_runtime **out);
 
 /**
  * Start the workers and run @main_fn(@arg) as a task on worker 0. The
- * calling thread becomes worker 0 (pinned to its CPU, named pc-worker-0)
- * until the call returns; its affinity and name are restored then.
+ * calling thread becomes worker 0 (pinned to its CPU) until the call
+ * returns; its affinity is restored then. It keeps its name, so that ps
+ * and pgrep still show the program's; the other workers' threads are
+ * named pc-worker-N.
  *
  * Returns after pc_runtime_stop() once every queued task has run: stopping
  * drains the run queues on every worker (tasks spawned while draining run

@@ -267,7 +267,6 @@ int pc__pin_self(int cpu)
 
 struct pthread_ctx {
         cpu_set_t saved_mask;
-        char saved_name[16];
 };
 
 static void *pthread_body(void *arg)
@@ -281,8 +280,6 @@ static int pthread_enter(struct pc_runtime *rt)
         struct pthread_ctx *c = rt->launcher_ctx;
         int rc;
 
-        c->saved_name[0] = '\0';
-        pthread_getname_np(pthread_self(), c->saved_name, sizeof(c->saved_name));
         sched_getaffinity(0, sizeof(c->saved_mask), &c->saved_mask);
         if (rt->cfg.pin) {
                 rc = pc__pin_self(rt->cpus[0]);
@@ -292,7 +289,9 @@ static int pthread_enter(struct pc_runtime *rt)
                         return rc;
                 }
         }
-        pthread_setname_np(pthread_self(), "pc-worker-0");
+        /* Not renamed: the calling thread is mostly the process's main
+         * thread, whose name ps, pgrep and top show; worker 0 only borrows
+         * it. */
         return 0;
 }
 
@@ -325,8 +324,6 @@ static void pthread_leave(struct pc_runtime *rt)
 
         if (rt->cfg.pin)
                 pthread_setaffinity_np(pthread_self(), sizeof(c->saved_mask), &c->saved_mask);
-        if (c->saved_name[0])
-                pthread_setname_np(pthread_self(), c->saved_name);
 }
 
 static void pthread_fini(struct pc_runtime *rt)

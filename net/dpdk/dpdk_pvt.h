@@ -169,7 +169,6 @@ struct pc_port {
 struct pc_dpdk {
         struct pc_runtime *rt;
         cpu_set_t saved_mask;
-        char saved_name[16];
         bool entered_pinned;
         struct rte_mempool *pools[RTE_MAX_NUMA_NODES + 1]; /* last: SOCKET_ID_ANY */
         struct pc_port *ports[PC_MAX_PORTS];

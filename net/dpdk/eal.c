@@ -192,8 +192,6 @@ static int dpdk_enter(struct pc_runtime *rt)
         struct pc_dpdk *d = rt->launcher_ctx;
         int rc;
 
-        d->saved_name[0] = '\0';
-        pthread_getname_np(pthread_self(), d->saved_name, sizeof(d->saved_name));
         d->entered_pinned = false;
         if (rt->cfg.pin) {
                 sched_getaffinity(0, sizeof(d->saved_mask), &d->saved_mask);
@@ -205,7 +203,8 @@ static int dpdk_enter(struct pc_runtime *rt)
                 }
                 d->entered_pinned = true;
         }
-        pthread_setname_np(pthread_self(), "pc-worker-0");
+        /* Not renamed, as with the pthread launcher: the process keeps
+         * its name. */
         return 0;
 }
 
@@ -215,8 +214,6 @@ static void dpdk_leave(struct pc_runtime *rt)
 
         if (d->entered_pinned)
                 pthread_setaffinity_np(pthread_self(), sizeof(d->saved_mask), &d->saved_mask);
-        if (d->saved_name[0])
-                pthread_setname_np(pthread_self(), d->saved_name);
 }
 
 static void dpdk_fini(struct pc_runtime *rt)

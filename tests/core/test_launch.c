@@ -129,11 +129,32 @@ static void plain_destroy(struct pc_runtime *rt, void *arg)
 static struct pc_runtime *RT;
 static bool ran_on_fake[NW];
 static _Atomic unsigned ran;
+/* Each worker's thread name, and the process's as worker 0 saw it, during
+ * the run, from /proc (what ps and pgrep read). */
+static char thread_comm[NW][16], process_comm[16];
+
+/* The first line of @path (a comm file) into @out, without its newline. */
+static void read_comm(const char *path, char *out, size_t size)
+{
+        FILE *f = fopen(path, "r");
+
+        out[0] = '\0';
+        if (f == NULL)
+                return;
+        if (fgets(out, (int)size, f))
+                out[strcspn(out, "\n")] = '\0';
+        fclose(f);
+}
 
 static void probe(void *arg)
 {
+        unsigned w = pc_worker_id();
+
         (void)arg;
-        ran_on_fake[pc_worker_id()] = on_fake;
+        ran_on_fake[w] = on_fake;
+        read_comm("/proc/thread-self/comm", thread_comm[w], sizeof(thread_comm[w]));
+        if (w == 0)
+                read_comm("/proc/self/comm", process_comm, sizeof(process_comm));
         atomic_fetch_add(&ran, 1);
 }
 
@@ -200,9 +221,13 @@ static void test_backend_claims_launch(void **state)
 static void test_pthreads_when_unclaimed(void **state)
 {
         struct pc__module late = {.launcher = &fake_launcher};
+        char before[16], after[16], want[16];
         struct pc_config cfg;
 
         (void)state;
+        /* cmocka runs the tests on the process's main thread. */
+        read_comm("/proc/self/comm", before, sizeof(before));
+        assert_true(before[0] != '\0');
         pc_test_config(&cfg, NW);
         assert_int_equal(pc_runtime_create(&cfg, &RT), 0);
         /* Offered, declined: the runtime's own pinned pthreads. */
@@ -216,6 +241,16 @@ static void test_pthreads_when_unclaimed(void **state)
         assert_int_equal(atomic_load(&ran), NW);
         for (unsigned w = 0; w < NW; w++)
                 assert_false(ran_on_fake[w]);
+        /* Worker 0 ran on this thread and left the process's name alone;
+         * the threads the runtime started say which worker they run. */
+        assert_string_equal(process_comm, before);
+        assert_string_equal(thread_comm[0], before);
+        for (unsigned w = 1; w < NW; w++) {
+                snprintf(want, sizeof(want), "pc-worker-%u", w);
+                assert_string_equal(thread_comm[w], want);
+        }
+        read_comm("/proc/self/comm", after, sizeof(after));
+        assert_string_equal(after, before);
         assert_int_equal(B.enters + B.launches + B.joins + B.leaves, 0);
         pc_runtime_destroy(RT);
         assert_int_equal(B.finis, 0);
