@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench.h"
+#include "bench_ratio.h"
 
 static int cmp_double(const void *a, const void *b)
 {

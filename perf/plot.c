@@ -21,7 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "bench.h"
+#include "plot.h"
 
 #define PLOT_WIDTH_PX    1200
 #define PLOT_TITLE_PX    40
@@ -38,11 +38,6 @@ static const char *const palette[] = {
         "#937860", "#da8bc3", "#8c8c8c", "#ccb974", "#64b5cd",
 };
 #define NPALETTE (sizeof(palette) / sizeof(palette[0]))
-
-bool bench_plot_available(void)
-{
-        return bench_on_path("gnuplot");
-}
 
 /* A gnuplot single-quoted string: nothing is special but the quote, which
  * is written twice. */
