@@ -89,10 +89,9 @@ struct bench_ratio {
 /*
  * How far a side may measure past its floor before the floor is refused:
  * a side that reaches its floor (a call whose round trip is the line's
- * own, as on a Zen 5 host with its vCPUs ~400 ns apart: per-process
- * medians 0.93-1.01x) lands either side of it by the rounds' noise; a
- * floor that measures something else is off by far more (343 against
- * 179 ns, the case that made the rule).
+ * own) lands either side of it by the rounds' noise; a floor that
+ * measures something else (another placement of the vCPUs, a preempted
+ * thread) is off by far more.
  */
 #define BENCH_FLOOR_SLACK 1.05
 

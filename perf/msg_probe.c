@@ -67,20 +67,27 @@ void msg_find_placement(struct pc_runtime *rt, struct msg_placement *pl)
 
 #define PROBE_SAMPLES 16
 #define PROBE_ROUNDS 256
+#define PROBE_STOP UINT64_MAX /* odd, so the answering side looks at it */
 
-void *msg_pp_answer(void *arg)
+/* One cache line two threads bounce a counter on: the asking side writes
+ * odd values, the answering side the even ones, until PROBE_STOP. */
+struct probe_line {
+        _Atomic uint64_t v __attribute__((aligned(64)));
+        char pad[56];
+        double best; /* ns a round trip, the fastest sample */
+};
+
+static void *probe_answer(void *arg)
 {
-        struct msg_pingpong *p = arg;
-        const unsigned pace = p->pace;
+        struct probe_line *p = arg;
 
         for (;;) {
                 uint64_t v = atomic_load_explicit(&p->v, memory_order_acquire);
-                if (v == MSG_PP_STOP)
+
+                if (v == PROBE_STOP)
                         break;
                 if (v & 1)
                         atomic_store_explicit(&p->v, v + 1, memory_order_release);
-                else
-                        msg_pause(pace);
         }
         return NULL;
 }
@@ -89,8 +96,7 @@ void *msg_pp_answer(void *arg)
  * a sample in which a thread was preempted is slow, not fast. */
 static void *probe_ask(void *arg)
 {
-        struct msg_pingpong *p = arg;
-        const unsigned pace = p->pace;
+        struct probe_line *p = arg;
         uint64_t i = 0;
 
         p->best = INFINITY;
@@ -100,43 +106,35 @@ static void *probe_ask(void *arg)
                         atomic_store_explicit(&p->v, 2 * i + 1, memory_order_release);
                         while (atomic_load_explicit(&p->v, memory_order_acquire) !=
                                2 * i + 2)
-                                msg_pause(pace);
+                                ;
                 }
                 p->best = fmin(p->best, (double)(pc_now_ns() - t0) / PROBE_ROUNDS);
         }
-        atomic_store_explicit(&p->v, MSG_PP_STOP, memory_order_release);
+        atomic_store_explicit(&p->v, PROBE_STOP, memory_order_release);
         return NULL;
 }
 
-/* The line round trip between the suite's two CPUs now, both threads
- * spinning with @pace pauses between looks, in a few milliseconds; NAN
- * when it cannot be had. */
-double msg_line_rtt(unsigned pace)
+/*
+ * The hardware's line round trip between the suite's two CPUs now, both
+ * threads spinning with nothing between two looks (always the same, so
+ * two probes compare), in a few milliseconds; NAN when it cannot be had.
+ * Taken before and after every run: the guest cannot see where a host
+ * runs its vCPUs (one core's SMT threads, two cores of one L3, two L3s),
+ * and the host may change that at any time, which changes every figure of
+ * the suite several times over. The probe shows which placement a run
+ * had, and a run during which it changed.
+ */
+static double line_probe(void)
 {
-        static struct msg_pingpong p __attribute__((aligned(MSG_PEER_ALIGN)));
+        static struct probe_line p __attribute__((aligned(MSG_PEER_ALIGN)));
 
         if (!msg_where.known)
                 return NAN;
         memset(&p, 0, sizeof(p));
-        p.pace = pace;
         if (msg_pair_run(msg_where.pin, msg_where.cpu[0], probe_ask, msg_where.cpu[1],
-                         msg_pp_answer, &p, NULL))
+                         probe_answer, &p, NULL))
                 return NAN;
         return p.best;
-}
-
-/*
- * The hardware's line round trip between the suite's two CPUs now, with a
- * tight spin (always the same, so two probes compare). Taken before and
- * after every run: the guest cannot see where a host runs its vCPUs (one
- * core's SMT threads, two cores of one L3, two L3s), and the host may
- * change that at any time, which changes every figure of the suite several
- * times over. The probe shows which placement a run had, and a run during
- * which it changed.
- */
-static double line_probe(void)
-{
-        return msg_line_rtt(0);
 }
 
 #define CORE_ITERS 20000
@@ -178,13 +176,9 @@ static void *core_spin1(void *arg)
  * How fast each of the suite's two CPUs runs plain work now (ns per step
  * of core_spin(), both at once, a fraction of a millisecond). A vCPU is a
  * thread of a host core whose other SMT thread the host may give to
- * another guest at any time: on this project's Zen 5 host (2026-12-03)
- * one CPU's probe read 0.54 ns and the other's 0.79 for minutes, then
- * both 0.54, and pc_submit() measured 175-186 M/s in the first state and
- * 290-300 M/s in the second at the same line round trip, while the
- * rte_ring producer on the same CPU (fewer instructions per message, more
- * of them waiting on memory) moved little. Such rounds compare two
- * machines.
+ * another guest at any time, which slows percore's side (more
+ * instructions a message) far more than a peer's that mostly waits on
+ * memory: rounds on either side of such a change compare two machines.
  */
 static void core_probe(double out[2])
 {

@@ -47,25 +47,4 @@ struct msg_probe {
  * msg_where is not known. Main thread only. */
 struct msg_probe msg_probe_now(void);
 
-/* The line round trip between msg_where's CPUs now, both threads spinning
- * with @pace pauses between looks; NAN when it cannot be had. Main thread
- * only. */
-double msg_line_rtt(unsigned pace);
-
-/* One cache line two threads bounce a counter on: the asking side writes
- * odd values, msg_pp_answer() the even ones, until MSG_PP_STOP. */
-#define MSG_PP_STOP UINT64_MAX /* odd, so the answering side looks at it */
-
-struct msg_pingpong {
-        _Atomic uint64_t v __attribute__((aligned(64)));
-        char pad[56];
-        uint64_t duration_ns;
-        unsigned pace; /* pauses between two looks at the line (msg_pause()) */
-        uint64_t t0, t1, rounds;
-        double best; /* the probe's */
-};
-
-/* The answering thread of a struct msg_pingpong @arg. */
-void *msg_pp_answer(void *arg);
-
 #endif

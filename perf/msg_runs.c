@@ -6,6 +6,7 @@
  */
 #include <inttypes.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -117,17 +118,11 @@ double msg_checked(const char *kase, const char *side, const struct msg_cpu seen
 }
 
 /*
- * The spinning peers' paces: the pauses between two polls tried before
- * each of their runs, the fastest kept. A tight spin is not always the
- * fastest: on a Zen 5 host whose two vCPUs were ~400 ns apart (2026-12-02),
- * the bounced line took 436-460 ns with back-to-back loads and 350-420 ns
- * with 8 pauses between them (the waiting side's loads slow the hand-off
- * of the line the other side is about to write), and a call measured
- * faster than that "floor". A peer spun at its best pace is a floor again.
- * The steps are fine where the best lies there: on the same host on
- * 2026-12-04 a second-long ping-pong took 381-329, 335-349, 328-346,
- * 353-362 and 339-387 ns at 3, 4, 5, 6 and 8 pauses (two runs each; a
- * pause ~18 ns), and a call with paced far pairs 322 ns beside them.
+ * The paces a spinning peer (peer:rte_ring_rtt) tries before each run, the
+ * fastest kept: where two CPUs are far apart, back-to-back loads at a line
+ * the other side is about to write can slow that write's hand-off, and a
+ * few pauses between polls make the ring's round trip faster. The floor
+ * (peer:pingpong) is not paced: it spins as a user writes it.
  */
 static const unsigned msg_paces[] = {0, 1, 2, 3, 4, 5, 6, 8, 12, 16};
 #define MSG_NPACES (sizeof(msg_paces) / sizeof(msg_paces[0]))
@@ -178,80 +173,89 @@ static int json_nums(char *buf, size_t len, const char *key, const struct ran *r
 
 struct msg_call_pairs msg_call_pairs;
 
-void msg_placement_info(void)
-{
-        static char json[65536];
-        char text[1024];
-        int n;
+/* Append what @fmt says to @buf, which holds *@n of its @len bytes; once
+ * it is full (or after an error) nothing more. */
+static void put(char *buf, size_t len, int *n, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
 
-        n = snprintf(
-            json, sizeof(json),
+static void put(char *buf, size_t len, int *n, const char *fmt, ...)
+{
+        va_list ap;
+
+        if (*n < 0 || (size_t)*n >= len)
+                return;
+        va_start(ap, fmt);
+        *n += vsnprintf(buf + *n, len - (size_t)*n, fmt, ap);
+        va_end(ap);
+}
+
+static const char *yes(bool b)
+{
+        return b ? "true" : "false";
+}
+
+/* The JSON object of where the suite ran and what each side's runs saw. */
+static void placement_json(char *json, size_t len)
+{
+        static const struct {
+                const char *key;
+                size_t off;
+        } arrays[] = {
+                {"values", offsetof(struct run_note, value)},
+                {"oncpu", offsetof(struct run_note, oncpu)},
+                {"line_rtt_ns", offsetof(struct run_note, line0)},
+                {"line_rtt_after_ns", offsetof(struct run_note, line1)},
+                {"core0_ns", offsetof(struct run_note, core0)},
+                {"core1_ns", offsetof(struct run_note, core1)},
+        };
+        const struct msg_placement *w = &msg_where;
+        const struct msg_call_pairs *cp = &msg_call_pairs;
+        int n = 0;
+
+        put(json, len, &n,
             "{\"cpus\": [%d, %d], \"pinned\": %s, \"smt_siblings\": %s, "
             "\"same_l3\": %s, \"l3_known\": %s, \"nodes\": [%d, %d], \"hypervisor\": %s, "
             "\"topology\": \"%s\", \"peer_align\": %d, \"ran_on\": [",
-            msg_where.cpu[0], msg_where.cpu[1], msg_where.pin ? "true" : "false",
-            msg_where.smt ? "true" : "false", msg_where.same_l3 ? "true" : "false",
-            msg_where.l3_known ? "true" : "false", msg_where.node[0], msg_where.node[1],
-            msg_where.hypervisor ? "true" : "false", msg_where.source, MSG_PEER_ALIGN);
-        for (unsigned i = 0; i < nran && n > 0 && (size_t)n < sizeof(json); i++) {
-                n += snprintf(
-                    json + n, sizeof(json) - (size_t)n,
+            w->cpu[0], w->cpu[1], yes(w->pin), yes(w->smt), yes(w->same_l3),
+            yes(w->l3_known), w->node[0], w->node[1], yes(w->hypervisor), w->source,
+            MSG_PEER_ALIGN);
+        for (unsigned i = 0; i < nran; i++) {
+                put(json, len, &n,
                     "%s{\"case\": \"%s\", \"side\": \"%s\", \"cpus\": [%d, %d], "
                     "\"runs\": %u, \"moved\": %u, \"preempted_runs\": %u, "
                     "\"preemptions\": %ld",
                     i ? ", " : "", ran[i].kase, ran[i].side, ran[i].cpu[0], ran[i].cpu[1],
                     ran[i].runs, ran[i].moved, ran[i].preempted, ran[i].switches);
-                static const struct {
-                        const char *key;
-                        size_t off;
-                } arrays[] = {
-                        {"values", offsetof(struct run_note, value)},
-                        {"oncpu", offsetof(struct run_note, oncpu)},
-                        {"line_rtt_ns", offsetof(struct run_note, line0)},
-                        {"line_rtt_after_ns", offsetof(struct run_note, line1)},
-                        {"core0_ns", offsetof(struct run_note, core0)},
-                        {"core1_ns", offsetof(struct run_note, core1)},
-                };
-                for (unsigned a = 0; a < sizeof(arrays) / sizeof(arrays[0]) && n > 0 &&
-                                     (size_t)n < sizeof(json);
-                     a++)
-                        n += json_nums(json + n, sizeof(json) - (size_t)n, arrays[a].key,
-                                       &ran[i], arrays[a].off);
-                if (n > 0 && (size_t)n < sizeof(json))
-                        n += snprintf(json + n, sizeof(json) - (size_t)n, "}");
+                for (unsigned a = 0; a < sizeof(arrays) / sizeof(arrays[0]); a++)
+                        if (n >= 0 && (size_t)n < len)
+                                n += json_nums(json + n, len - (size_t)n, arrays[a].key,
+                                               &ran[i], arrays[a].off);
+                put(json, len, &n, "}");
         }
-        if (n > 0 && (size_t)n < sizeof(json))
-                n +=
-                    snprintf(json + n, sizeof(json) - (size_t)n, "], \"paces_tried\": [");
-        for (unsigned i = 0; i < MSG_NPACES && n > 0 && (size_t)n < sizeof(json); i++)
-                n += snprintf(json + n, sizeof(json) - (size_t)n, "%s%u", i ? ", " : "",
-                              msg_paces[i]);
-        if (n > 0 && (size_t)n < sizeof(json))
-                n += snprintf(json + n, sizeof(json) - (size_t)n, "], \"pace_won\": {");
-        for (unsigned k = 0; k < MSG_MAX_PEERS && pace_won[k].side; k++)
-                for (unsigned i = 0; i < MSG_NPACES && n > 0 && (size_t)n < sizeof(json);
-                     i++) {
-                        if (i == 0)
-                                n += snprintf(json + n, sizeof(json) - (size_t)n,
-                                              "%s\"%s\": [", k ? ", " : "",
-                                              pace_won[k].side);
-                        if (n > 0 && (size_t)n < sizeof(json))
-                                n += snprintf(json + n, sizeof(json) - (size_t)n, "%u%s",
-                                              pace_won[k].won[i],
-                                              i + 1 < MSG_NPACES ? ", " : "]");
-                }
-        if (n > 0 && (size_t)n < sizeof(json))
-                snprintf(json + n, sizeof(json) - (size_t)n,
-                         "}, \"call_pairs\": {\"runs\": %u, \"near_runs\": %u, "
-                         "\"far_runs\": %u, "
-                         "\"slot_calls\": %" PRIu64 ", \"slot_calls_near\": %" PRIu64
-                         "}}",
-                         msg_call_pairs.runs, msg_call_pairs.near_runs,
-                         msg_call_pairs.far_runs, msg_call_pairs.slot_calls,
-                         msg_call_pairs.slot_calls_near);
+        put(json, len, &n, "], \"paces_tried\": [");
+        for (unsigned i = 0; i < MSG_NPACES; i++)
+                put(json, len, &n, "%s%u", i ? ", " : "", msg_paces[i]);
+        put(json, len, &n, "], \"pace_won\": {");
+        for (unsigned k = 0; k < MSG_MAX_PEERS && pace_won[k].side; k++) {
+                put(json, len, &n, "%s\"%s\": [", k ? ", " : "", pace_won[k].side);
+                for (unsigned i = 0; i < MSG_NPACES; i++)
+                        put(json, len, &n, "%u%s", pace_won[k].won[i],
+                            i + 1 < MSG_NPACES ? ", " : "]");
+        }
+        put(json, len, &n,
+            "}, \"call_pairs\": {\"runs\": %u, \"near_runs\": %u, \"far_runs\": %u, "
+            "\"slot_calls\": %" PRIu64 ", \"slot_calls_near\": %" PRIu64 "}}",
+            cp->runs, cp->near_runs, cp->far_runs, cp->slot_calls, cp->slot_calls_near);
+}
+
+/* The footer's lines after the first: the probes' ranges, the paces, the
+ * call pairs, the hypervisor. */
+static void placement_lines(char *text, size_t len)
+{
+        const struct msg_call_pairs *cp = &msg_call_pairs;
         double lo = INFINITY, hi = -INFINITY, clo[2] = {INFINITY, INFINITY},
                chi[2] = {-INFINITY, -INFINITY};
-        char range[320] = "";
+        int n = 0;
 
         for (unsigned i = 0; i < nran; i++)
                 for (unsigned k = 0; k < ran[i].nnotes; k++) {
@@ -265,55 +269,53 @@ void msg_placement_info(void)
                         chi[1] = fmax(chi[1], t->core1);
                 }
         if (lo <= hi)
-                snprintf(
-                    range, sizeof(range),
+                put(text, len, &n,
                     ";\n  the line round trip between them, probed around each run: "
-                    "%.0f-%.0f ns;\n  each CPU's core probe (ns a step, higher when the "
-                    "host shares its core): %.2f-%.2f and %.2f-%.2f;\n  rounds pair "
-                    "under "
-                    "probes and CPU shares within %gx",
+                    "%.0f-%.0f ns;\n  each CPU's core probe (ns a step, higher when "
+                    "the host shares its core): %.2f-%.2f and %.2f-%.2f;\n  rounds pair "
+                    "under probes and CPU shares within %gx",
                     lo, hi, clo[0], chi[0], clo[1], chi[1], BENCH_COND_MATCH);
-        char paces[256] = "";
-        int m = 0;
-
-        for (unsigned k = 0; k < MSG_MAX_PEERS && pace_won[k].side && m >= 0 &&
-                             (size_t)m < sizeof(paces);
-             k++) {
+        put(text, len, &n,
+            ";\n  peer:pingpong, the floor, spins with no pause between looks");
+        for (unsigned k = 0; k < MSG_MAX_PEERS && pace_won[k].side; k++) {
                 unsigned most = 0;
+
                 for (unsigned i = 1; i < MSG_NPACES; i++)
                         if (pace_won[k].won[i] > pace_won[k].won[most])
                                 most = i;
-                m += snprintf(paces + m, sizeof(paces) - (size_t)m, "%s%s %u",
-                              k ? ", "
-                                : ";\n  spinning peers poll with the pauses (0-16) that "
-                                  "were fastest just\n  before each run, most often: ",
-                              pace_won[k].side + 5, msg_paces[most]);
+                put(text, len, &n, "%s%s %u",
+                    k ? ", "
+                      : ";\n  spinning peers poll with the pauses (0-16) that were "
+                        "fastest just\n  before each run, most often: ",
+                    pace_won[k].side + 5, msg_paces[most]);
         }
-        char pairs[256] = "";
-
-        if (msg_call_pairs.runs)
-                snprintf(
-                    pairs, sizeof(pairs),
+        if (cp->runs)
+                put(text, len, &n,
                     ";\n  percore's call runs ended with the pair near in %u, far in "
                     "%u of %u;\n  %.0f %% of their slot calls reused a near line",
-                    msg_call_pairs.near_runs, msg_call_pairs.far_runs,
-                    msg_call_pairs.runs,
-                    msg_call_pairs.slot_calls
-                        ? 100.0 * (double)msg_call_pairs.slot_calls_near /
-                              (double)msg_call_pairs.slot_calls
-                        : 0.0);
-        snprintf(text, sizeof(text), "CPUs %d and %d (%s), %s, %s (topology: %s)%s%s%s%s",
-                 msg_where.cpu[0], msg_where.cpu[1],
-                 msg_where.pin ? "pinned" : "not pinned",
-                 msg_where.smt ? "SMT siblings of one core" : "not SMT siblings",
-                 !msg_where.l3_known ? "L3 unknown"
-                 : msg_where.same_l3 ? "one L3"
-                                     : "different L3s",
-                 msg_where.source, range, paces, pairs,
-                 msg_where.hypervisor
-                     ? ";\n  a virtual machine: its host may still run these vCPUs "
-                       "on one core's\n  SMT threads, or elsewhere"
-                     : "");
+                    cp->near_runs, cp->far_runs, cp->runs,
+                    cp->slot_calls ? 100.0 * (double)cp->slot_calls_near /
+                                             (double)cp->slot_calls
+                                   : 0.0);
+        if (msg_where.hypervisor)
+                put(text, len, &n,
+                    ";\n  a virtual machine: its host may still run these vCPUs on one "
+                    "core's\n  SMT threads, or elsewhere");
+}
+
+void msg_placement_info(void)
+{
+        static char json[65536];
+        const struct msg_placement *w = &msg_where;
+        char text[1024], lines[768] = "";
+
+        placement_json(json, sizeof(json));
+        placement_lines(lines, sizeof(lines));
+        snprintf(text, sizeof(text), "CPUs %d and %d (%s), %s, %s (topology: %s)%s",
+                 w->cpu[0], w->cpu[1], w->pin ? "pinned" : "not pinned",
+                 w->smt ? "SMT siblings of one core" : "not SMT siblings",
+                 !w->l3_known ? "L3 unknown" : w->same_l3 ? "one L3" : "different L3s",
+                 w->source, lines);
         bench_info("msg", json, text);
 }
 

@@ -10,10 +10,12 @@
  *   call    pc_call() round trip, worker 0 -> 1 -> 0, one call in flight
  *           (call_rtt_ns, mean per run; the table shows the median run);
  *           beside it peer:pingpong, two pinned threads bouncing a counter
- *           on one cache line: the hardware's floor for a round trip (a
- *           floor: a call that measures faster gets no ratio to it), and
- *           peer:rte_ring_rtt, a request and a reply rte_ring between two
- *           pinned threads: the best off-the-shelf ring's round trip.
+ *           on one cache line, each spinning with nothing between two
+ *           looks as a user writes it: the hardware's floor for a round
+ *           trip (a floor: a call that measures faster gets no ratio to
+ *           it), and peer:rte_ring_rtt, a request and a reply rte_ring
+ *           between two pinned threads: the best off-the-shelf ring's
+ *           round trip.
  *   idle-Nw the cost of an idle loop iteration with N workers (2, 8, 32),
  *           thread-per-core only.
  *

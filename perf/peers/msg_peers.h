@@ -37,6 +37,17 @@ double msg_peer_rte_ring(bool pin, int cpu0, int cpu1, double duration_s,
 double msg_peer_rte_ring_rtt(bool pin, int cpu0, int cpu1, double duration_s,
                              unsigned pace, struct msg_cpu seen[2]);
 
+/*
+ * The floor of a round trip: a thread on @cpu0 writes an odd value to one
+ * cache line and spins until the thread on @cpu1, spinning on the same
+ * line, answers with the next even one, for @duration_s; neither pauses
+ * between two looks. @seen as for msg_pair_run(). Returns ns per round
+ * trip, or a negative errno (-EINVAL for a duration not above 0, or the
+ * pin's error). Main thread only.
+ */
+double msg_peer_pingpong(bool pin, int cpu0, int cpu1, double duration_s,
+                         struct msg_cpu seen[2]);
+
 /* The sides: peer:rte_ring beside the case named by @ctx (a string),
  * peer:rte_ring_rtt and peer:pingpong beside the call case. Each returns
  * its figure, BENCH_MOVED or a negative errno, as msg_checked(). Main

@@ -278,13 +278,16 @@ if suite == "msg":
     elif not (cp["runs"] >= calls > 0 and cp["near_runs"] + cp["far_runs"] <= cp["runs"] and
               0 <= cp["slot_calls_near"] <= cp["slot_calls"] and cp["slot_calls"] > 0):
         bad.append(f"info.msg.call_pairs {cp}: not one record per call run ({calls})")
-    # Each spinning peer picks its pace (pauses between polls) before every
-    # run: one win per run, over the paces tried.
+    # The paced peer picks its pace (pauses between polls) before every
+    # run: one win per run, over the paces tried. The floor is a plain
+    # spin: it picks none.
     tried = info.get("paces_tried")
     won = info.get("pace_won", {})
     if not (isinstance(tried, list) and tried and tried[0] == 0):
         bad.append(f"info.msg.paces_tried: {tried}")
-    for peer in ("peer:pingpong", "peer:rte_ring_rtt"):
+    if "peer:pingpong" in won:
+        bad.append(f"info.msg.pace_won paces the floor: {won}")
+    for peer in ("peer:rte_ring_rtt",):
         w, r = won.get(peer), ran.get(("call", peer))
         if not (isinstance(w, list) and isinstance(tried, list) and len(w) == len(tried)):
             bad.append(f"info.msg.pace_won[{peer}]: {w}")

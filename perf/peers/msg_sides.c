@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * peer:rte_ring and peer:rte_ring_rtt as sides of the msg suite's cases
- * (the rings themselves are msg_rte_ring.c, built only with DPDK): each
- * run on the suite's two CPUs between two probes, its notes kept.
+ * The msg suite's peers as sides of its cases: peer:rte_ring,
+ * peer:rte_ring_rtt (the rings are msg_rte_ring.c, built only with DPDK)
+ * and peer:pingpong (msg_pingpong.c), each run on the suite's two CPUs
+ * between two probes, its notes kept.
  */
 #include <errno.h>
 #include <math.h>
@@ -74,4 +75,20 @@ double msg_side_rte_ring_rtt(const struct bench_opts *o, enum pc_mode mode,
                 bench_progress("msg/call: peer:rte_ring_rtt not built (no DPDK)");
         after = msg_probe_now();
         return msg_checked("call", "peer:rte_ring_rtt", seen, v, &before, &after);
+}
+
+double msg_side_pingpong(const struct bench_opts *o, enum pc_mode mode, unsigned *workers,
+                         void *ctx)
+{
+        struct msg_cpu seen[2];
+        struct msg_probe before = msg_probe_now(), after;
+        double v;
+
+        (void)mode;
+        (void)ctx;
+        *workers = MSG_WORKERS;
+        v = msg_peer_pingpong(msg_where.pin, msg_where.cpu[0], msg_where.cpu[1],
+                              o->duration, seen);
+        after = msg_probe_now();
+        return msg_checked("call", "peer:pingpong", seen, v, &before, &after);
 }
