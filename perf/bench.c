@@ -47,7 +47,8 @@ static const struct suite suites[] = {
         {"fiber", suite_fiber, "fiber yield, spawn+join and call-await, vs goroutines and Tokio"},
         {"fwd", suite_fwd, "DPDK forwarding Mpps on one core, pc-fwd vs dpdk-testpmd"},
 #ifdef PC_HAVE_URING
-        {"echo", suite_echo, "TCP echo 64 B requests/s, pc-echo vs Tokio and epoll, 1 and 2 workers"},
+        {"echo", suite_echo,
+         "TCP echo 64 B requests/s, pc-echo vs Tokio and epoll, 1 and 2 workers, two clients"},
         {"kv", suite_kv, "memcached get/set ops/s, pc-kv vs memcached, 32 B and 1 KB values"},
         {"tcp", suite_tcp, "TCP echo 64 B per core: percore's TCP on DPDK vs kernel TCP, Tokio"},
 #endif

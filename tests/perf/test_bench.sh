@@ -326,6 +326,20 @@ if suite == "kv" and "memcached" in " ".join(sorted(peers)):
     elif slap:
         bad.append(f"kv: slap- records without memcaslap: {sorted(slap)}")
 
+# echo: every case again under the second client (-eclient), with the
+# same sides and worker counts, so the reader sees the clients' spread.
+if suite == "echo":
+    by_case = {}
+    for (case, metric, workers), row in rows.items():
+        if metric == "requests_per_sec":
+            by_case.setdefault(case, {})[workers] = set(row)
+    for case, rs in by_case.items():
+        if case.endswith("-eclient"):
+            continue
+        other = by_case.get(case + "-eclient")
+        if other != rs:
+            bad.append(f"echo/{case}: the -eclient case has {other}, not {rs}")
+
 # echo and kv: where each case put the client, for a run read elsewhere.
 if suite in ("echo", "kv") and rows:
     place = doc.get("info", {}).get(suite)
