@@ -47,8 +47,7 @@ static const struct suite suites[] = {
         {"fiber", suite_fiber, "fiber yield, spawn+join and call-await, vs goroutines and Tokio"},
         {"fwd", suite_fwd, "DPDK forwarding Mpps on one core, pc-fwd vs dpdk-testpmd"},
 #ifdef PC_HAVE_URING
-        {"echo", suite_echo,
-         "TCP echo 64 B requests/s, pc-echo vs Tokio and epoll, 1 and 2 workers, two clients"},
+        {"echo", suite_echo, "TCP echo 64 B req/s, pc-echo vs Tokio and epoll, two clients"},
         {"kv", suite_kv, "memcached get/set ops/s, pc-kv vs memcached, 32 B and 1 KB values"},
         {"tcp", suite_tcp, "TCP echo 64 B per core: percore's TCP on DPDK vs kernel TCP, Tokio"},
 #endif
@@ -138,6 +137,7 @@ static void extra(const char *metric, const char *unit, bool lower_is_better, bo
                 r->unit = unit;
                 r->lower_is_better = lower_is_better;
                 r->info = info;
+                r->extra = true;
                 r->nvalues = 0;
         }
         r = &records[i];
@@ -384,8 +384,8 @@ static void usage(FILE *f)
 {
         fprintf(f,
                 "usage: percore-bench [--suite a,b,...] [--duration S] [--workers N]\n"
-                "                     [--runs N] [--json FILE] [--plot FILE.svg] [--quick]\n"
-                "                     [--help]\n"
+                "                     [--runs N] [--json FILE] [--plot FILE.svg]\n"
+                "                     [--plots-all] [--quick] [--help]\n"
                 "\n"
                 "Measures percore's per-core throughput. Without PERCORE_MODE in the\n"
                 "environment every mode runs side by side; with it, only that mode.\n"
@@ -396,7 +396,9 @@ static void usage(FILE *f)
                 "  --runs N         measured rounds per case, each running every side once,\n"
                 "                   after a warm-up of each (default 5, quick 3)\n"
                 "  --json FILE      write one record per measurement and one per ratio\n"
-                "  --plot FILE.svg  draw the results with gnuplot (Debian: gnuplot-nox)\n"
+                "  --plot FILE.svg  draw the headline with gnuplot (Debian: gnuplot-nox):\n"
+                "                   each case, percore against its strongest peer\n"
+                "  --plots-all      with --plot, every ratio and a chart per case too\n"
                 "  --quick          short runs, for CI smoke tests\n"
                 "\nsuites:\n");
         for (size_t i = 0; i < NSUITES; i++)
@@ -425,6 +427,7 @@ int main(int argc, char **argv)
                 {"runs", required_argument, NULL, 'r'},
                 {"json", required_argument, NULL, 'j'},
                 {"plot", required_argument, NULL, 'p'},
+                {"plots-all", no_argument, NULL, 'a'},
                 {"quick", no_argument, NULL, 'q'},
                 {"help", no_argument, NULL, 'h'},
                 {NULL, 0, NULL, 0},
@@ -438,7 +441,7 @@ int main(int argc, char **argv)
         double d;
         int c, rc = 0;
 
-        while ((c = getopt_long(argc, argv, "s:d:w:r:j:p:qh", longopts, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, "s:d:w:r:j:p:aqh", longopts, NULL)) != -1) {
                 switch (c) {
                 case 's':
                         suite_arg = optarg;
@@ -473,6 +476,9 @@ int main(int argc, char **argv)
                         break;
                 case 'p':
                         o.plot = optarg;
+                        break;
+                case 'a':
+                        o.plots_all = true;
                         break;
                 case 'q':
                         o.quick = true;
@@ -516,6 +522,11 @@ int main(int argc, char **argv)
                 free(copy);
         }
 
+        if (o.plots_all && !o.plot) {
+                fprintf(stderr, "percore-bench: --plots-all goes with --plot FILE.svg\n");
+                usage(stderr);
+                return 2;
+        }
         if (o.plot && !bench_on_path("gnuplot")) {
                 fprintf(stderr, "percore-bench: --plot needs gnuplot, which is not on PATH "
                                 "(Debian: apt-get install gnuplot-nox, or .ci/deps.sh)\n");
@@ -547,7 +558,7 @@ int main(int argc, char **argv)
                         rc = jrc;
         }
         if (o.plot && nrecords) {
-                int prc = bench_plot(o.plot, records, nrecords);
+                int prc = bench_plot(o.plot, records, nrecords, o.plots_all);
                 if (prc && rc == 0)
                         rc = prc;
         }

@@ -47,4 +47,19 @@ bool bench_steal_match(double a, double b);
  */
 bool bench_floor_refuses(bool lower_is_better, double side, double floor);
 
+/* Bars the headline chart holds at most: one screen. */
+#define BENCH_HEADLINE_MAX 25
+
+/*
+ * The headline of @nx ratios (bench_ratios()): for each row of a compared
+ * metric (not a bench_extra() one), its "tpc" side (else its first percore
+ * side) against its strongest peer, the "peer:" one that side does worst
+ * against; floors, baselines ("base:") and refused ratios are left out.
+ * Past @max rows, each suite/case keeps only its worst row; past @max
+ * still, the suites take turns giving their worst row left until there
+ * are @max. At most @max into @out, in the order of @x. Returns the count.
+ */
+unsigned bench_headline(const struct bench_ratio *x, unsigned nx, struct bench_ratio *out,
+                        unsigned max);
+
 #endif

@@ -27,6 +27,7 @@ struct bench_opts {
         bool quick;
         const char *json;
         const char *plot;  /* SVG path, or NULL */
+        bool plots_all;    /* the plot holds every ratio and chart, not the headline alone */
         enum pc_mode modes[3];
         unsigned nmodes;
 };
@@ -50,6 +51,7 @@ struct bench_record {
         unsigned group;     /* the bench_compare() it came from, from 1 */
         bool floor;         /* a peer no percore side can beat (bench_set_floor()) */
         bool info;          /* a diagnostic beside the figures (bench_extra_info()): no ratio */
+        bool extra;         /* reported beside the case's compared metric (bench_extra()) */
         /* round i's bench_condition()s; 0 or NAN: none */
         double cond[BENCH_MAX_RUNS][BENCH_MAX_COND];
         /* round i's host steal over its run (share of the machine's CPU

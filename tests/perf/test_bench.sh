@@ -3,10 +3,11 @@
 # JSON with every record key, the suite's percore records and its peer
 # records (or the peer is reported skipped on stderr), and a "ratios" array
 # whose entries pair a percore side with a peer of the same row; the table
-# fits in 100 columns; the SVG plot is complete. Nothing depends on how
-# fast anything ran.
+# fits in 100 columns; the SVG plot (--plots-all) is complete, headline
+# first. Nothing depends on how fast anything ran.
 # SUITE "cli" checks the flags instead: bad ones exit 2; --plot without
-# gnuplot on PATH exits 1 before running anything.
+# gnuplot on PATH exits 1 before running anything; --plot alone draws the
+# headline and no per-suite chart.
 # Args: SUITE BENCH HAVE_GNUPLOT (1 or 0). Exits 77 (skipped) when the
 # run made no record and said it skipped (a server binary not built).
 set -uo pipefail
@@ -28,7 +29,7 @@ if [ "$suite" = cli ]; then
 		echo "ok: --plot without gnuplot exits 1"
 	fi
 	for bad in "--duration 0" "--suite nope" "--runs 0" "--workers x" "--duration x" \
-		"--runs 65" "--bogus" "extra"; do
+		"--runs 65" "--bogus" "extra" "--plots-all"; do
 		# shellcheck disable=SC2086
 		out=$("$bench" $bad 2>&1)
 		rc=$?
@@ -38,12 +39,25 @@ if [ "$suite" = cli ]; then
 			echo "ok: '$bad' exits 2"
 		fi
 	done
+	if [ "$have_gnuplot" = 1 ]; then
+		"$bench" --quick --suite spawn --runs 1 --duration 0.02 --plot "$tmp/h.svg" \
+			>"$tmp/out" 2>&1
+		rc=$?
+		if [ $rc -ne 0 ] || ! grep -q '</svg>' "$tmp/h.svg" ||
+			! grep -q 'strongest peer' "$tmp/h.svg" ||
+			grep -q 'every percore side' "$tmp/h.svg" || grep -q 'is better)' "$tmp/h.svg"; then
+			echo "FAIL: --plot alone: exit $rc, not the headline alone"; cat "$tmp/out"
+			fail=1
+		else
+			echo "ok: --plot alone draws the headline alone"
+		fi
+	fi
 	exit $fail
 fi
 
 runs=2
 args=(--quick --suite "$suite" --runs "$runs" --duration 0.05 --json "$tmp/b.json")
-[ "$have_gnuplot" = 1 ] && args+=(--plot "$tmp/b.svg")
+[ "$have_gnuplot" = 1 ] && args+=(--plot "$tmp/b.svg" --plots-all)
 "$bench" "${args[@]}" >"$tmp/out" 2>"$tmp/err"
 rc=$?
 if [ $rc -ne 0 ]; then
@@ -379,7 +393,8 @@ recs = json.load(open(sys.argv[1]))["records"]
 print(" ".join(sorted({r["mode"] for r in recs if r["value"] is not None})))' "$tmp/b.json")
 	ok=1
 	[ -s "$tmp/b.svg" ] && head -c 2048 "$tmp/b.svg" | grep -q '<svg' &&
-		grep -q '</svg>' "$tmp/b.svg" || ok=0
+		grep -q '</svg>' "$tmp/b.svg" && grep -qE 'strongest peer|no headline' "$tmp/b.svg" &&
+		grep -q 'every percore side' "$tmp/b.svg" || ok=0
 	for m in $modes; do
 		grep -q ">$m" "$tmp/b.svg" || ok=0
 	done
