@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * percore-bench internals: the options every suite sees, and the record
- * each measurement produces. A suite measures; bench.c repeats, takes the
- * median and prints the table and JSON.
+ * percore-bench internals: what a suite calls to have its sides measured
+ * in rounds and its records kept (bench.c), and the suites. A suite
+ * measures; bench.c repeats, and bench_report.h's writers print the table
+ * and JSON.
  */
 #ifndef PC_BENCH_H
 #define PC_BENCH_H
@@ -10,72 +11,10 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <string.h>
 
+#include "bench_ratio.h"
+#include "bench_record.h"
 #include "percore.h"
-
-#define BENCH_MAX_RECORDS 512
-#define BENCH_MAX_RUNS 64
-#define BENCH_MAX_SIDES 8  /* sides of one bench_compare() */
-#define BENCH_MAX_RATIOS 256
-#define BENCH_MAX_COND 4   /* conditions a run may report */
-
-struct bench_opts {
-        double duration;   /* seconds per measured run */
-        unsigned workers;  /* 0 = runtime default */
-        unsigned runs;     /* measured repetitions */
-        bool quick;
-        const char *json;
-        const char *plot;  /* SVG path, or NULL */
-        enum pc_mode modes[3];
-        unsigned nmodes;
-};
-
-/*
- * One measurement: a value per run; the table shows the median. Records of
- * one bench_compare() share a round group, and value i of each came from
- * round i; a run that reported no value for a bench_extra() metric holds
- * NAN there, which the statistics skip.
- */
-struct bench_record {
-        const char *suite;
-        const char *kase;   /* the "case" field */
-        char mode[32];      /* "tpc", "elastic", "peer:NAME" */
-        unsigned workers;
-        const char *metric;
-        const char *unit;
-        bool lower_is_better;
-        double values[BENCH_MAX_RUNS];
-        unsigned nvalues;
-        unsigned group;     /* the bench_compare() it came from, from 1 */
-        bool floor;         /* a peer no percore side can beat (bench_set_floor()) */
-        bool info;          /* a diagnostic beside the figures (bench_extra_info()): no ratio */
-        /* round i's bench_condition()s; 0 or NAN: none */
-        double cond[BENCH_MAX_RUNS][BENCH_MAX_COND];
-        /* round i's host steal over its run (share of the machine's CPU
-         * time, 0-1, from /proc/stat, less one tick); NAN: not known
-         * (or a run too short to tell) */
-        double steal[BENCH_MAX_RUNS];
-};
-
-/*
- * A percore side against a peer in the same row (suite, case, metric,
- * workers), oriented so that above 1 means percore is better: peer/side
- * for lower-is-better metrics, side/peer otherwise. From one comparison it
- * is the median of the per-round ratios, with their min and max; from
- * records measured apart, the ratio of the medians with @rounds 0 and no
- * range (@min, @max NAN). A ratio pairs only rounds whose conditions
- * match (bench_condition()). @refused: the peer is a floor and the ratio
- * says it measured worse than the side (above 1), so the floor did not
- * measure the floor and the table and JSON give no ratio (value, min and
- * max are still computed).
- */
-struct bench_ratio {
-        const struct bench_record *side, *peer;
-        double value, min, max;
-        unsigned rounds;
-        bool refused;
-};
 
 /*
  * One measured run of a case. Returns the value, or a negative errno
@@ -132,15 +71,6 @@ int bench_compare(const struct bench_opts *o, const char *suite, const char *kas
                   const char *metric, const char *unit, bool lower_is_better,
                   const struct bench_side *sides, unsigned n);
 
-/* How far apart two rounds' conditions may be for their values to pair. */
-#define BENCH_COND_MATCH 1.3
-/* How far apart (in share of the machine's CPU time) the host steal of a
- * side's run and its peer's may be for the two to pair: a host that took
- * a fifth of the CPUs from one run and nothing from the other compares two
- * machines, and the side that copes better with a busy host wins a ratio
- * it would not win on a quiet one. */
-#define BENCH_STEAL_MATCH 0.05
-
 /*
  * Say what the machine was like during the measured run in progress:
  * condition @k (below BENCH_MAX_COND) is one positive number, such as the
@@ -168,15 +98,6 @@ void bench_extra(const char *metric, const char *unit, bool lower_is_better, dou
  */
 void bench_extra_info(const char *metric, const char *unit, double v);
 
-/* Whether a record's mode names a peer ("peer:NAME") rather than a
- * percore side, or a baseline: percore itself in its usual style
- * ("base:NAME", say callbacks beside fibers), which the other sides'
- * ratios are taken against like a peer's. */
-static inline bool bench_is_peer(const char *mode)
-{
-        return strncmp(mode, "peer:", 5) == 0 || strncmp(mode, "base:", 5) == 0;
-}
-
 /* Progress for long suites, on stderr. */
 void bench_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -184,18 +105,6 @@ void bench_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * idle (benchmarks measure the loop, not wake-up latency), workers that stay
  * pinned (PERCORE_SHARED=off). */
 void bench_config(struct pc_config *cfg, const struct bench_opts *o, enum pc_mode mode);
-
-/* The median, min and max of a record's values, NANs left out (all three
- * NAN when nothing is left). */
-void bench_stats(const struct bench_record *r, double *med, double *lo, double *hi);
-
-/*
- * The ratios of every percore side to every peer in the same row of @n
- * records, in record order, at most @max of them into @out; a pair whose
- * ratio is not a positive finite number is left out. Returns the count.
- */
-unsigned bench_ratios(const struct bench_record *recs, unsigned n, struct bench_ratio *out,
-                      unsigned max);
 
 /*
  * Facts a suite found about where it ran (its CPUs, their topology): @json,
@@ -211,55 +120,9 @@ void bench_info(const char *suite, const char *json, const char *text);
 void bench_info_of(const char *suite, const char *members, const char *title,
                    const char *lines);
 
-/* The median of a record's finite values (NAN when none), how many there
- * are, and whether two records are in one row (suite, case, metric,
- * workers). */
-double bench_median(const struct bench_record *r);
-unsigned bench_finite_count(const struct bench_record *r);
-bool bench_same_row(const struct bench_record *a, const struct bench_record *b);
-
-/* Whether conditions @a and @b (one of bench_condition()) let two runs
- * pair. */
-bool bench_cond_match(double a, double b);
-
-/* Whether two runs' host steal shares @a and @b (0-1; NAN: not known, which
- * pairs with anything) are within BENCH_STEAL_MATCH of each other. */
-bool bench_steal_match(double a, double b);
-
-/*
- * How far a side may measure past its floor before the floor is refused:
- * a side that reaches its floor (a call whose round trip is the line's
- * own, as on a Zen 5 host with its vCPUs ~400 ns apart: per-process
- * medians 0.93-1.01x) lands either side of it by the rounds' noise; a
- * floor that measures something else is off by far more (343 against
- * 179 ns, the case that made the rule).
- */
-#define BENCH_FLOOR_SLACK 1.05
-
-/*
- * Whether a floor's figure @floor is worse than the side's @side that it
- * bounds (higher for a lower-is-better metric) by more than
- * BENCH_FLOOR_SLACK, which refuses a ratio of medians measured apart;
- * false when either is not a finite number.
- */
-bool bench_floor_refuses(bool lower_is_better, double side, double floor);
-
 /* Whether execvp() would find @name: a path to an executable, or an
  * executable file of that name in a directory on PATH. Any thread. */
 bool bench_on_path(const char *name);
-
-/* Whether an executable gnuplot is on PATH (--plot checks before the
- * suites run, not after minutes of them). */
-bool bench_plot_available(void);
-
-/*
- * Draw @n records as one SVG at @path with gnuplot: a summary of every
- * percore/peer ratio, then a grid of charts, one per suite/case/metric with
- * a bar per side (median, min-max error bar), and idle_iter_ns as a line
- * over worker counts. Returns 0, or a negative errno after saying why on
- * stderr (gnuplot missing or failing).
- */
-int bench_plot(const char *path, const struct bench_record *recs, unsigned n);
 
 /* Suites. */
 int suite_spawn(const struct bench_opts *o);

@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The statistics of percore-bench: medians of the rounds, and the ratio of
- * every percore side to every peer of its row. Apart from bench.c (which
- * runs the suites and prints) so a test can feed it fixed numbers.
+ * The statistics of percore-bench: medians of the rounds, the ratio of
+ * every percore side to every peer of its row, and the headline among
+ * them. Apart from bench.c (which runs the suites and prints) so a test
+ * can feed it fixed numbers.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench.h"
+#include "bench_ratio.h"
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -150,5 +151,113 @@ unsigned bench_ratios(const struct bench_record *recs, unsigned n, struct bench_
                             ratio_of(&recs[i], &recs[j], &out[k]))
                                 k++;
         }
+        return k;
+}
+
+/* ---- the headline -------------------------------------------------------- */
+
+/* A ratio the headline may show: to a peer a user would pick instead. */
+static bool headline_candidate(const struct bench_ratio *r)
+{
+        return !r->refused && ratio_ok(r->value) && !r->side->extra && !r->side->info &&
+               !r->peer->floor && strncmp(r->peer->mode, "peer:", 5) == 0;
+}
+
+static bool is_tpc(const struct bench_record *r)
+{
+        return strcmp(r->mode, "tpc") == 0;
+}
+
+static bool same_case(const struct bench_record *a, const struct bench_record *b)
+{
+        return strcmp(a->suite, b->suite) == 0 && strcmp(a->kase, b->kase) == 0;
+}
+
+/* Keep of @pick[0..n) (flags @keep) only the lowest ratio of each case. */
+static void worst_of_each_case(const struct bench_ratio **pick, unsigned n, bool *keep)
+{
+        for (unsigned i = 0; i < n; i++)
+                for (unsigned j = 0; j < n && keep[i]; j++)
+                        if (j != i && keep[j] &&
+                            same_case(pick[i]->side, pick[j]->side) &&
+                            (pick[j]->value < pick[i]->value ||
+                             (pick[j]->value == pick[i]->value && j < i)))
+                                keep[i] = false;
+}
+
+/* Keep of those @keep says at most @max: the suites in turn (in order of
+ * first appearance) give their lowest ratio left. */
+static void suites_in_turn(const struct bench_ratio **pick, unsigned n, bool *keep,
+                           unsigned max)
+{
+        const char *suites[BENCH_MAX_RATIOS];
+        bool left[BENCH_MAX_RATIOS], took = true;
+        unsigned ns = 0, kept = 0;
+
+        for (unsigned i = 0; i < n; i++) {
+                unsigned s = 0;
+
+                left[i] = keep[i];
+                keep[i] = false;
+                while (s < ns && strcmp(suites[s], pick[i]->side->suite) != 0)
+                        s++;
+                if (s == ns)
+                        suites[ns++] = pick[i]->side->suite;
+        }
+        while (kept < max && took) {
+                took = false;
+                for (unsigned s = 0; s < ns && kept < max; s++) {
+                        unsigned best = n;
+
+                        for (unsigned i = 0; i < n; i++)
+                                if (left[i] &&
+                                    strcmp(pick[i]->side->suite, suites[s]) == 0 &&
+                                    (best == n || pick[i]->value < pick[best]->value))
+                                        best = i;
+                        if (best == n)
+                                continue;
+                        left[best] = false;
+                        keep[best] = true;
+                        kept++;
+                        took = true;
+                }
+        }
+}
+
+unsigned bench_headline(const struct bench_ratio *x, unsigned nx, struct bench_ratio *out,
+                        unsigned max)
+{
+        const struct bench_ratio *pick[BENCH_MAX_RATIOS];
+        bool keep[BENCH_MAX_RATIOS];
+        unsigned n = 0, k = 0, kept;
+
+        /* A row's side (tpc, else the first seen) and its worst peer. */
+        for (unsigned i = 0; i < nx; i++) {
+                const struct bench_ratio *r = &x[i];
+                unsigned j = 0;
+
+                if (!headline_candidate(r))
+                        continue;
+                while (j < n && !bench_same_row(pick[j]->side, r->side))
+                        j++;
+                if (j == n && n < BENCH_MAX_RATIOS)
+                        pick[n++] = r;
+                else if (j < n && is_tpc(r->side) && !is_tpc(pick[j]->side))
+                        pick[j] = r;
+                else if (j < n && r->side == pick[j]->side && r->value < pick[j]->value)
+                        pick[j] = r;
+        }
+        for (unsigned i = 0; i < n; i++)
+                keep[i] = true;
+        if (n > max)
+                worst_of_each_case(pick, n, keep);
+        kept = 0;
+        for (unsigned i = 0; i < n; i++)
+                kept += keep[i];
+        if (kept > max)
+                suites_in_turn(pick, n, keep, max);
+        for (unsigned i = 0; i < n && k < max; i++)
+                if (keep[i])
+                        out[k++] = *pick[i];
         return k;
 }

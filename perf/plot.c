@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * --plot: the results as one SVG, drawn by gnuplot run as a child process.
- * From the top:
- *   - every percore/peer ratio as a horizontal bar from 1 to its median
- *     over the rounds, with a min-max error bar, on a log scale with a
- *     line at 1: right of it percore is better, left of it the peer;
+ * It holds the headline, one screen: for each case, percore against its
+ * strongest peer (bench_headline()), a horizontal bar from 1 to the
+ * median ratio over the rounds with a min-max error bar, on a log scale
+ * with a line at 1; right of it percore is better, left of it (red) the
+ * peer. With --plots-all there follow:
+ *   - every percore/peer ratio, drawn the same way, a side in its colour;
  *   - a grid of small bar charts, one per suite/case/metric (their units
  *     differ, so they cannot share an axis), a bar per side at the median
  *     with an error bar from the min to the max round;
  *   - in the last cell, idle_iter_ns as a line over the worker counts.
- * A side keeps its colour in every chart.
+ * A side keeps its colour in every chart after the headline.
  */
 #include <errno.h>
 #include <math.h>
@@ -21,7 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "bench.h"
+#include "plot.h"
 
 #define PLOT_WIDTH_PX    1200
 #define PLOT_TITLE_PX    40
@@ -29,8 +31,11 @@
 #define PLOT_CELL_PX     300
 #define PLOT_BAR_PX      22  /* one ratio bar */
 #define PLOT_RATIO_PAD   110 /* the ratio chart's title and axis */
+#define PLOT_HEAD_PAD    130 /* the headline's, its title on two lines */
 #define PLOT_MAX_MODES   16
 #define PLOT_LINE_METRIC "idle_iter_ns"
+#define PLOT_WIN  1 /* the headline's linetypes: percore better, the peer better */
+#define PLOT_LOSE 4
 
 /* Colours by first appearance of a side; more sides than this reuse them. */
 static const char *const palette[] = {
@@ -38,11 +43,6 @@ static const char *const palette[] = {
         "#937860", "#da8bc3", "#8c8c8c", "#ccb974", "#64b5cd",
 };
 #define NPALETTE (sizeof(palette) / sizeof(palette[0]))
-
-bool bench_plot_available(void)
-{
-        return bench_on_path("gnuplot");
-}
 
 /* A gnuplot single-quoted string: nothing is special but the quote, which
  * is written twice. */
@@ -71,6 +71,7 @@ struct plot {
         const char *modes[PLOT_MAX_MODES];
         unsigned nmodes;
         unsigned height; /* px */
+        bool all;        /* every ratio and the per-suite charts after the headline */
 };
 
 /* The linetype of @mode: 1 + its place among the sides seen so far. */
@@ -132,9 +133,13 @@ static void log2_tics(FILE *gp, double lo, double hi)
         fprintf(gp, ")\n");
 }
 
+/* @nx ratios as bars from 1, each in its side's colour; or, @headline,
+ * blue where percore is better and red where the peer is. */
 static void ratio_chart(struct plot *p, const struct bench_ratio *x, unsigned nx,
-                        double top_px, double h_px)
+                        double top_px, double h_px, bool headline)
 {
+        unsigned lose = 0;
+
         double lo = 1, hi = 1;
         bool medians = false, bars = false, above = false, below = false;
 
@@ -155,14 +160,28 @@ static void ratio_chart(struct plot *p, const struct bench_ratio *x, unsigned nx
                          s->metric, s->workers, s->mode, x[i].peer->mode + 5,
                          x[i].rounds ? "" : " *");
                 gp_label(p->gp, label);
+                lose += x[i].value < 1;
                 fprintf(p->gp, " %.6g %.6g %.6g %u %u\n", x[i].value,
                         x[i].rounds ? x[i].min : x[i].value,
-                        x[i].rounds ? x[i].max : x[i].value, colour(p, s->mode), x[i].rounds);
+                        x[i].rounds ? x[i].max : x[i].value,
+                        !headline            ? colour(p, s->mode)
+                        : x[i].value < 1 ? PLOT_LOSE
+                                         : PLOT_WIN,
+                        x[i].rounds);
         }
         fprintf(p->gp, "EOD\n");
-        fprintf(p->gp, "set title 'percore side / peer, median of the per-round ratios, bars "
-                       "from min to max round; right of 1: percore better%s'\n",
-                medians ? "; * ratio of medians, not alternated" : "");
+        if (headline)
+                fprintf(p->gp,
+                        "set title \"percore against its strongest peer, per case "
+                        "(median of the per-round ratios)\\nright of 1, blue: percore "
+                        "better; left, red: the peer better (%u of %u)%s\" "
+                        "font ',12'\n",
+                        lose, nx, medians ? "; * ratio of medians" : "");
+        else
+                fprintf(p->gp,
+                        "set title 'every percore side / peer (median of the per-round "
+                        "ratios); right of 1: percore better%s'\n",
+                        medians ? "; * ratio of medians, not alternated" : "");
         lo /= 2.5; /* room for the labels */
         hi *= 2.5;
         fprintf(p->gp,
@@ -374,13 +393,23 @@ static unsigned grid_groups(const struct plot *p, unsigned *first)
         return k;
 }
 
+/* A panel that says there is nothing to draw. */
+static void empty_chart(struct plot *p, double top_px, double h_px, const char *why)
+{
+        panel(p, 0, top_px, PLOT_WIDTH_PX, h_px);
+        fprintf(p->gp, "unset border\nunset xtics\nunset ytics\nset title ");
+        gp_str(p->gp, why);
+        fprintf(p->gp, "\nplot [0:1] [0:1] NaN notitle\nset border\n");
+}
+
 static void write_script(struct plot *p, const char *path)
 {
-        static struct bench_ratio x[BENCH_MAX_RATIOS];
+        static struct bench_ratio x[BENCH_MAX_RATIOS], head[BENCH_HEADLINE_MAX];
         static unsigned first[BENCH_MAX_RECORDS];
         unsigned nx = bench_ratios(p->recs, p->n, x, BENCH_MAX_RATIOS), kept = 0;
-        unsigned ng = grid_groups(p, first), ncells = ng, cols, rows;
-        double ratio_px = nx ? PLOT_RATIO_PAD + PLOT_BAR_PX * nx : 0, cell_w;
+        unsigned nh = bench_headline(x, nx, head, BENCH_HEADLINE_MAX);
+        unsigned ng = p->all ? grid_groups(p, first) : 0, ncells = ng, cols, rows;
+        double head_px = PLOT_HEAD_PAD + PLOT_BAR_PX * (nh ? nh : 1), ratio_px, cell_w;
         bool line = false;
 
         /* A refused ratio (a floor slower than the side) has no bar, nor
@@ -388,15 +417,15 @@ static void write_script(struct plot *p, const char *path)
         for (unsigned i = 0; i < nx; i++)
                 if (!x[i].refused && isfinite(x[i].value))
                         x[kept++] = x[i];
-        nx = kept;
+        nx = p->all ? kept : 0;
         ratio_px = nx ? PLOT_RATIO_PAD + PLOT_BAR_PX * nx : 0;
-        for (unsigned i = 0; i < p->n && !line; i++)
+        for (unsigned i = 0; i < p->n && !line && p->all; i++)
                 line = strcmp(p->recs[i].metric, PLOT_LINE_METRIC) == 0;
         ncells += line;
         cols = ncells < PLOT_COLS ? (ncells ? ncells : 1) : PLOT_COLS;
         rows = (ncells + cols - 1) / cols;
         cell_w = (double)PLOT_WIDTH_PX / cols;
-        p->height = PLOT_TITLE_PX + (unsigned)ratio_px + rows * PLOT_CELL_PX;
+        p->height = PLOT_TITLE_PX + (unsigned)(head_px + ratio_px) + rows * PLOT_CELL_PX;
 
         fprintf(p->gp,
                 "set terminal svg size %u,%u dynamic noenhanced font 'sans,11' "
@@ -410,11 +439,17 @@ static void write_script(struct plot *p, const char *path)
                 "set style fill solid 0.75 border -1\nset bars small\n"
                 "set multiplot title 'percore-bench: medians of the rounds, error bars from "
                 "the min to the max round' font ',14'\n");
+        if (nh)
+                ratio_chart(p, head, nh, PLOT_TITLE_PX, head_px, true);
+        else
+                empty_chart(p, PLOT_TITLE_PX, head_px,
+                            "no percore side measured beside a peer: no headline");
         if (nx)
-                ratio_chart(p, x, nx, PLOT_TITLE_PX, ratio_px);
+                ratio_chart(p, x, nx, PLOT_TITLE_PX + head_px, ratio_px, false);
         for (unsigned c = 0; c < ncells; c++) {
                 double cx = (c % cols) * cell_w;
-                double cy = PLOT_TITLE_PX + ratio_px + (double)(c / cols) * PLOT_CELL_PX;
+                double cy =
+                        PLOT_TITLE_PX + head_px + ratio_px + (double)(c / cols) * PLOT_CELL_PX;
                 if (c < ng)
                         bar_chart(p, first[c], cx, cy, cell_w, PLOT_CELL_PX);
                 else
@@ -423,9 +458,9 @@ static void write_script(struct plot *p, const char *path)
         fprintf(p->gp, "unset multiplot\nset output\n");
 }
 
-int bench_plot(const char *path, const struct bench_record *recs, unsigned n)
+int bench_plot(const char *path, const struct bench_record *recs, unsigned n, bool all)
 {
-        struct plot p = {.recs = recs, .n = n};
+        struct plot p = {.recs = recs, .n = n, .all = all};
         void (*old)(int);
         struct stat st;
         int status, sig;

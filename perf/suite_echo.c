@@ -24,6 +24,12 @@
  * gives the case: on two CPUs one thread and 64 connections. Each run reports requests
  * per second, the client's p99 and requests per server CPU-second (the server process's
  * user + system time over the timed part).
+ *
+ * Every case runs again with a second, independent client (case
+ * "...-eclient"): eclient.c, a plain epoll closed loop with the same
+ * connections and requests, a thread pinned to each of the case's first
+ * client CPUs. A ratio that moves with the client owes that much to it;
+ * those rows report requests per second alone.
  */
 #include <errno.h>
 #include <signal.h>
@@ -34,6 +40,7 @@
 
 #include "bench.h"
 #include "child.h"
+#include "eclient.h"
 #include "lgen.h"
 #include "peers/epoll_echo.h"
 #include "peers/tokio_echo.h"
@@ -60,6 +67,10 @@ static bool echo_done(void *ctx, unsigned conn, const char *buf, size_t len)
 
 static const struct lgen_proto echo_proto = {.request = echo_request, .reply_done = echo_done};
 
+/* The client of the cases running now: false for lgen.c, true for the
+ * plain epoll client. */
+static bool eclient_now;
+
 /* Record a finished run's extras; returns requests per second. */
 static double report(const struct bench_opts *o, const struct lgen_result *r)
 {
@@ -85,20 +96,58 @@ static struct lgen_opts load(const struct bench_opts *o, const struct lgen_place
                                   .server_pid = pid};
 }
 
+/* The plain epoll client against @port with @k's connections and
+ * threads; its replies per second of the run as it ran. */
+static double eclient_drive(const struct bench_opts *o, const struct lgen_place *k,
+                            uint16_t port)
+{
+        struct eclient_opts eo = {.port = port,
+                                  .conns = k->conns,
+                                  .size = REQ,
+                                  .seconds = o->duration,
+                                  .threads = k->client_threads};
+        int cpus[ECLIENT_MAX_THREADS];
+        struct eclient_result res;
+        unsigned n = 0;
+        cpu_set_t set;
+        int rc = lgen_cpuset(k->client_cpus, &set);
+
+        for (int c = 0; rc == 0 && c < CPU_SETSIZE && n < k->client_threads; c++)
+                if (CPU_ISSET(c, &set) && n < ECLIENT_MAX_THREADS)
+                        cpus[n++] = c;
+        if (rc == 0 && n < k->client_threads)
+                rc = -ERANGE;
+        eo.cpus = cpus;
+        if (rc == 0)
+                rc = eclient_run(&eo, &res);
+        return rc ? rc : (double)res.replies / res.seconds;
+}
+
+/* Drive the server on @port (process @pid) with the cases' client. */
+static double client_run(const struct bench_opts *o, const struct lgen_place *k,
+                         uint16_t port, pid_t pid)
+{
+        struct lgen_opts lo = load(o, k, port, pid);
+        struct lgen_result res;
+        int rc;
+
+        if (eclient_now)
+                return eclient_drive(o, k, port);
+        rc = lgen_run(&lo, &res);
+        return rc ? rc : report(o, &res);
+}
+
 /* ---- the sides ---------------------------------------------------------- */
 
 /* Drive the server in child @pid on @port, stop it, and report. */
 static double drive(const struct bench_opts *o, const struct lgen_place *k, uint16_t port,
                     pid_t pid)
 {
-        struct lgen_opts lo = load(o, k, port, pid);
-        struct lgen_result res;
         int rc = child_wait_port(port, pid);
+        double v = rc ? rc : client_run(o, k, port, pid);
 
-        if (rc == 0)
-                rc = lgen_run(&lo, &res);
         child_stop(pid);
-        return rc ? rc : report(o, &res);
+        return v;
 }
 
 /* pc-echo, the app, with the case's workers on its CPUs; @fibers: the
@@ -190,11 +239,10 @@ static double tokio_run(const struct bench_opts *o, enum pc_mode mode, unsigned 
                         void *ctx)
 {
         const struct lgen_place *k = ctx;
-        struct lgen_result res;
         struct tokio_echo *t;
-        struct lgen_opts lo;
         const char *why;
         uint16_t port;
+        double v;
         int rc;
 
         (void)mode;
@@ -206,19 +254,22 @@ static double tokio_run(const struct bench_opts *o, enum pc_mode mode, unsigned 
         rc = tokio_echo_start(k->workers, k->server_cpus, &port, &t);
         if (rc)
                 return rc;
-        lo = load(o, k, port, tokio_echo_pid(t));
-        rc = lgen_run(&lo, &res);
+        v = client_run(o, k, port, tokio_echo_pid(t));
         tokio_echo_stop(t);
-        return rc ? rc : report(o, &res);
+        return v;
 }
 
 /* ---- cases --------------------------------------------------------------- */
 
 int suite_echo(const struct bench_opts *o)
 {
-        static const char *const kases[] = {"tcp64-shared", "tcp64-apart"};
+        /* [client][placement]: lgen.c's, then the plain epoll client's. */
+        static const char *const kases[2][2] = {
+                {"tcp64-shared", "tcp64-apart"},
+                {"tcp64-shared-eclient", "tcp64-apart-eclient"},
+        };
         static struct lgen_place cases[2][2];
-        static char json[2048], text[2048];
+        static char json[4096], text[4096];
         unsigned counts[2] = {1, 2}, ncounts = o->workers ? 1 : 2;
         struct bench_side sides[6];
         unsigned n = 0;
@@ -240,20 +291,29 @@ int suite_echo(const struct bench_opts *o)
 
                         if (lgen_place(counts[c], a == 1, k)) {
                                 bench_progress("echo/%s at %u workers: skipped: needs %u CPUs",
-                                               kases[a], counts[c], counts[c] + a);
+                                               kases[0][a], counts[c], counts[c] + a);
                                 continue;
                         }
                         for (unsigned i = 0; i < n; i++)
                                 sides[i].ctx = k;
-                        lgen_place_note(k, kases[a], json, sizeof(json), text,
-                                        sizeof(text));
-                        rc = bench_compare(o, "echo", kases[a], "requests_per_sec", "req/s",
-                                           false, sides, n);
-                        if (rc)
-                                return rc;
+                        /* The same case with each client in turn. */
+                        for (unsigned e = 0; e < 2; e++) {
+                                eclient_now = e == 1;
+                                lgen_place_note(k, kases[e][a], json, sizeof(json), text,
+                                                sizeof(text));
+                                rc = bench_compare(o, "echo", kases[e][a],
+                                                   "requests_per_sec", "req/s", false,
+                                                   sides, n);
+                                eclient_now = false;
+                                if (rc)
+                                        return rc;
+                        }
                 }
         }
-        bench_info_of("echo", json, "the client (perf/lgen.c) in each case:", text);
+        bench_info_of("echo", json,
+                      "the clients in each case (perf/lgen.c; -eclient: perf/eclient.c, "
+                      "a thread\n  pinned to each of the first client CPUs listed):",
+                      text);
         return 0;
 }
 

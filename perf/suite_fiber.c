@@ -46,9 +46,10 @@
 #include <string.h>
 
 #include "bench.h"
-#include "msg_peers.h"
+#include "msg_pair.h"
 #include "pc_shard.h"
 #include "peers/fiber_peers.h"
+#include "suite_msg.h"
 
 #define CHECK 1024 /* operations between clock reads, as in the peers */
 #define BATCH 64   /* children per spawn_join batch, as in the peers */

@@ -3,10 +3,11 @@
 # JSON with every record key, the suite's percore records and its peer
 # records (or the peer is reported skipped on stderr), and a "ratios" array
 # whose entries pair a percore side with a peer of the same row; the table
-# fits in 100 columns; the SVG plot is complete. Nothing depends on how
-# fast anything ran.
+# fits in 100 columns; the SVG plot (--plots-all) is complete, headline
+# first. Nothing depends on how fast anything ran.
 # SUITE "cli" checks the flags instead: bad ones exit 2; --plot without
-# gnuplot on PATH exits 1 before running anything.
+# gnuplot on PATH exits 1 before running anything; --plot alone draws the
+# headline and no per-suite chart.
 # Args: SUITE BENCH HAVE_GNUPLOT (1 or 0). Exits 77 (skipped) when the
 # run made no record and said it skipped (a server binary not built).
 set -uo pipefail
@@ -28,7 +29,7 @@ if [ "$suite" = cli ]; then
 		echo "ok: --plot without gnuplot exits 1"
 	fi
 	for bad in "--duration 0" "--suite nope" "--runs 0" "--workers x" "--duration x" \
-		"--runs 65" "--bogus" "extra"; do
+		"--runs 65" "--bogus" "extra" "--plots-all"; do
 		# shellcheck disable=SC2086
 		out=$("$bench" $bad 2>&1)
 		rc=$?
@@ -38,12 +39,25 @@ if [ "$suite" = cli ]; then
 			echo "ok: '$bad' exits 2"
 		fi
 	done
+	if [ "$have_gnuplot" = 1 ]; then
+		"$bench" --quick --suite spawn --runs 1 --duration 0.02 --plot "$tmp/h.svg" \
+			>"$tmp/out" 2>&1
+		rc=$?
+		if [ $rc -ne 0 ] || ! grep -q '</svg>' "$tmp/h.svg" ||
+			! grep -q 'strongest peer' "$tmp/h.svg" ||
+			grep -q 'every percore side' "$tmp/h.svg" || grep -q 'is better)' "$tmp/h.svg"; then
+			echo "FAIL: --plot alone: exit $rc, not the headline alone"; cat "$tmp/out"
+			fail=1
+		else
+			echo "ok: --plot alone draws the headline alone"
+		fi
+	fi
 	exit $fail
 fi
 
 runs=2
 args=(--quick --suite "$suite" --runs "$runs" --duration 0.05 --json "$tmp/b.json")
-[ "$have_gnuplot" = 1 ] && args+=(--plot "$tmp/b.svg")
+[ "$have_gnuplot" = 1 ] && args+=(--plot "$tmp/b.svg" --plots-all)
 "$bench" "${args[@]}" >"$tmp/out" 2>"$tmp/err"
 rc=$?
 if [ $rc -ne 0 ]; then
@@ -278,13 +292,16 @@ if suite == "msg":
     elif not (cp["runs"] >= calls > 0 and cp["near_runs"] + cp["far_runs"] <= cp["runs"] and
               0 <= cp["slot_calls_near"] <= cp["slot_calls"] and cp["slot_calls"] > 0):
         bad.append(f"info.msg.call_pairs {cp}: not one record per call run ({calls})")
-    # Each spinning peer picks its pace (pauses between polls) before every
-    # run: one win per run, over the paces tried.
+    # The paced peer picks its pace (pauses between polls) before every
+    # run: one win per run, over the paces tried. The floor is a plain
+    # spin: it picks none.
     tried = info.get("paces_tried")
     won = info.get("pace_won", {})
     if not (isinstance(tried, list) and tried and tried[0] == 0):
         bad.append(f"info.msg.paces_tried: {tried}")
-    for peer in ("peer:pingpong", "peer:rte_ring_rtt"):
+    if "peer:pingpong" in won:
+        bad.append(f"info.msg.pace_won paces the floor: {won}")
+    for peer in ("peer:rte_ring_rtt",):
         w, r = won.get(peer), ran.get(("call", peer))
         if not (isinstance(w, list) and isinstance(tried, list) and len(w) == len(tried)):
             bad.append(f"info.msg.pace_won[{peer}]: {w}")
@@ -322,6 +339,20 @@ if suite == "kv" and "memcached" in " ".join(sorted(peers)):
                         bad.append(f"kv {c} {m}: memcaslap's gets missed: {r}")
     elif slap:
         bad.append(f"kv: slap- records without memcaslap: {sorted(slap)}")
+
+# echo: every case again under the second client (-eclient), with the
+# same sides and worker counts, so the reader sees the clients' spread.
+if suite == "echo":
+    by_case = {}
+    for (case, metric, workers), row in rows.items():
+        if metric == "requests_per_sec":
+            by_case.setdefault(case, {})[workers] = set(row)
+    for case, rs in by_case.items():
+        if case.endswith("-eclient"):
+            continue
+        other = by_case.get(case + "-eclient")
+        if other != rs:
+            bad.append(f"echo/{case}: the -eclient case has {other}, not {rs}")
 
 # echo and kv: where each case put the client, for a run read elsewhere.
 if suite in ("echo", "kv") and rows:
@@ -362,7 +393,8 @@ recs = json.load(open(sys.argv[1]))["records"]
 print(" ".join(sorted({r["mode"] for r in recs if r["value"] is not None})))' "$tmp/b.json")
 	ok=1
 	[ -s "$tmp/b.svg" ] && head -c 2048 "$tmp/b.svg" | grep -q '<svg' &&
-		grep -q '</svg>' "$tmp/b.svg" || ok=0
+		grep -q '</svg>' "$tmp/b.svg" && grep -qE 'strongest peer|no headline' "$tmp/b.svg" &&
+		grep -q 'every percore side' "$tmp/b.svg" || ok=0
 	for m in $modes; do
 		grep -q ">$m" "$tmp/b.svg" || ok=0
 	done

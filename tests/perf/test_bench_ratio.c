@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "bench.h"
+#include "bench_ratio.h"
 
 /* This cmocka has no double assert; the values compared are exact or
  * nearly so. */

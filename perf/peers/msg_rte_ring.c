@@ -23,7 +23,7 @@
 #include <rte_ring.h>
 
 #include "percore.h"
-#include "msg_peers.h"
+#include "peers/msg_peers.h"
 
 #define RING_SIZE 1024
 #define BURST 32
