@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Private shard/ state shared by mailbox.c, shard.c and blocking.c.
+ * Private shard/ state shared by the mailbox (mbox_*.c), shard.c,
+ * blocking.c and await.c.
  *
  * Memory map. Each receiver dst owns one block, struct pc__mbox_in followed
  * by its 2N inbound rings; ring (src, kind) is number 2 * src + kind, and the
@@ -102,13 +103,13 @@ _Static_assert(offsetof(struct pc__ring, slots) == 2 * PC_CACHE_LINE,
 _Static_assert(sizeof(struct pc__ring) == 2 * PC_CACHE_LINE, "ring header is two lines");
 
 /*
- * A call slot: pc_call()'s latency path (mailbox.c, "Call slots"). One
- * line, in the callee's block, written by the caller (fn, arg, then seq)
- * and answered in place by the callee (result, then seq).
+ * A call slot: pc_call()'s latency path (mbox_call.c). One line, in the
+ * callee's block, written by the caller (fn, arg, then seq) and answered
+ * in place by the callee (result, then seq).
  */
 struct pc__cslot {
         _Atomic uint64_t seq; /* (2c + 1) << 2 | placement: the pair's slot call c
-                               * posted; (2c + 2) << 2: answered (mailbox.c) */
+                               * posted; (2c + 2) << 2: answered (mbox_call.c) */
         void *(*fn)(void *arg);
         void *arg;
         void *result;
@@ -127,11 +128,11 @@ struct pc__call_out {
         uint32_t kept_ns;        /* during a trial: rtt_ns of the way it may replace */
         uint16_t trial;          /* timed calls left in a trial of the other way; 0: none */
         uint16_t explore_in;     /* timed calls until the next trial */
-        uint16_t explore_gap;    /* what explore_in starts from (mailbox.c) */
+        uint16_t explore_gap;    /* what explore_in starts from (mbox_call.c) */
         uint64_t timed;          /* 1 + the slot call being timed; 0: none */
         uint64_t timed_at;       /* pc__now() when it was posted */
-        uint8_t off;             /* call c's slot: (c + off) % PC_CSLOTS (mailbox.c) */
-        bool near;               /* the pair runs near (mailbox.c, "Near and far") */
+        uint8_t off;             /* call c's slot: (c + off) % PC_CSLOTS (mbox_call.c) */
+        bool near;               /* the pair runs near (mbox_call.c) */
         bool told;               /* the last call posted said near */
         struct {
                 void (*done)(void *result, void *done_arg);
@@ -145,7 +146,7 @@ struct pc__bjob;
 struct pc__mbox_in {
         /* Bit 2 * src + kind: ring (src, kind) has work or is being watched.
          * Senders set bits; the owner keeps a bit set while the ring is
-         * busy and clears it once the ring stays empty (see mailbox.c). */
+         * busy and clears it once the ring stays empty (mbox_poll.c). */
         _Atomic uint64_t doorbell[PC_DB_WORDS] PC_ALIGNED;
         /* Blocking-lane jobs finished for this worker (LIFO, MPSC). */
         _Atomic(struct pc__bjob *) completions PC_ALIGNED;
@@ -208,11 +209,11 @@ struct pc__shard_worker {
         uint32_t *fenced_head;         /* [2N]: inbound ring's head at the last fence after it */
         struct pc__call_out *cout;     /* [N]: call slots to each callee */
         uint64_t *slot_next;           /* [N]: the next slot call due from each caller */
-        uint8_t *slot_off;             /* [N]: each caller's slot offset (mailbox.c) */
+        uint8_t *slot_off;             /* [N]: each caller's slot offset (mbox_call.c) */
         uint32_t near_ns;              /* pc_shard_opts.call_near_ns */
         bool time_calls;               /* near_ns neither 0 (never) nor UINT32_MAX (always) */
         /* Bit 2 * peer + MBOX_REP: a near callee we call; 2 * peer +
-         * MBOX_REQ: a caller that calls us near (mailbox.c, "Near and far"). */
+         * MBOX_REQ: a caller that calls us near (mbox_call.c). */
         uint64_t near[PC_DB_WORDS];    /* counted in c.near_pairs */
         uint64_t far[PC_DB_WORDS];     /* the same for pairs timed far (c.far_pairs) */
         struct pc__shard_counters c PC_ALIGNED; /* read by pc_shard_stats() */
@@ -258,7 +259,7 @@ static inline struct pc__shard_worker *pc__shard_self(int *rc)
         return w->shard;
 }
 
-/* mailbox.c: queue @m on outbound ring (dst, kind). An overflow node comes
+/* mbox_send.c: queue @m on outbound ring (dst, kind). An overflow node comes
  * from *@spare when given and non-empty, else from the worker's free list. */
 int pc__mbox_send(struct pc__shard_worker *sw, unsigned dst, unsigned kind,
                   const struct pc__msg *m, struct pc_task **spare);
@@ -274,10 +275,10 @@ static inline void pc__call_explore_reset(struct pc__call_out *co)
         co->explore_in = PC_CALL_EXPLORE_MIN;
 }
 
-/* mailbox.c: a timed slot call of pair @co took @ns; average it into
+/* mbox_call.c: a timed slot call of pair @co took @ns; average it into
  * co->rtt_ns and set co->near by pc_shard_opts.call_near_ns @near_ns and
- * the trials between (see "Near and far"). Touches @co only: the owner's
- * worker, or a test. */
+ * the trials between (docs/messaging.md, "Near and far"). Touches @co
+ * only: the owner's worker, or a test. */
 void pc__call_choose(struct pc__call_out *co, uint64_t ns, uint32_t near_ns);
 
 /* blocking.c */

@@ -953,7 +953,7 @@ static void test_call_chains_timed_near(void **state)
 
 /* ---- near or far: the choice by timed calls ------------------------------ */
 
-/* A pair in the state a worker starts it in (mailbox.c, shard_worker_init). */
+/* A pair in the state a worker starts it in (mbox_setup.c, alloc_worker()). */
 static struct pc__call_out fresh_pair(void)
 {
         struct pc__call_out co;
