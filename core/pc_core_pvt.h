@@ -61,13 +61,12 @@ struct pc_runq {
         uint64_t ovf_len;
 };
 
-struct pc__shard_worker;
-
 struct pc_poller {
         const struct pc_poller_ops *ops;
         void *arg;
         unsigned worker;
-        bool dead; /* unregistered during a poll pass; freed after it */
+        bool dead;     /* unregistered during a poll pass; freed after it */
+        uint8_t hints; /* PC__POLL_* (pc__poller_hint()) */
 };
 
 /* Counters the owner publishes once per iteration; read by any thread. */
@@ -214,8 +213,7 @@ struct pc_worker {
         bool quiet_published;
         bool elastic;    /* elastic mode: stealable queue in use */
         bool spin_pause; /* the idle spin pauses: the core is shared (see idle()) */
-        bool poll_eager; /* a module waits on a near line: no clock read starts an idle spell */
-        bool poll_pace;  /* a module waits on far lines: the idle spin pauses (idle()) */
+        uint8_t poll_hints; /* PC__POLL_*: the union of its live pollers' hints */
         bool clock_fresh; /* the last pass read the clock */
         /* The mode it schedules in (rt->mode as it last looked), stored
          * when it changes; others read it to see a switch applied. */
@@ -239,8 +237,7 @@ struct pc_worker {
         void **chunks;
         unsigned nchunks, cap_chunks;
         struct pc_local_stats ls;
-        struct pc__shard_worker *shard; /* shard/ state; set before run, NULL without */
-        struct pc__fiber_worker fib;    /* fiber.c: the running fiber, stack cache */
+        struct pc__fiber_worker fib; /* fiber.c: the running fiber, stack cache */
         /* What runs now, for the stall and crash reports (which read them
          * on this thread, from a signal handler): the task, timer or poll
          * function, and the poller; NULL between them. */
@@ -473,6 +470,17 @@ static inline void pc__count_recv(struct pc_worker *w, uint64_t n)
 {
         pc__owner_add(&w->recv, n);
 }
+
+/* What a poller may ask of its worker's idle passes (pc__poller_hint()). */
+#define PC__POLL_EAGER 1u /* it waits on a line a near peer writes: the first idle
+                           * pass after work reads no clock (worker.c, eager_idle()) */
+#define PC__POLL_PACE 2u  /* it waits on lines far peers write, and each look can
+                           * slow their writer: the idle spin pauses (idle()) */
+
+/* poller.c: set poller @p's hints (PC__POLL_*); its worker's idle passes
+ * follow the union of its live pollers' hints. Returns 0, -EPERM off a
+ * worker, -EXDEV for another worker's poller. The owning worker only. */
+int pc__poller_hint(struct pc_poller *p, unsigned hints);
 
 /* runtime.c: a launched worker thread's body (names the thread, runs the
  * loop). */

@@ -47,15 +47,13 @@ static inline bool pair_mark(uint64_t *map, _Atomic uint64_t *count, unsigned id
 static inline void pair_set(struct pc__shard_worker *sw, unsigned idx, unsigned state)
 {
         bool moved = pair_mark(sw->near, &sw->c.near_pairs, idx, state == PAIR_NEAR);
-        uint64_t near, far;
 
         moved |= pair_mark(sw->far, &sw->c.far_pairs, idx, state == PAIR_FAR);
         if (likely(!moved))
                 return;
-        near = atomic_load_explicit(&sw->c.near_pairs, memory_order_relaxed);
-        far = atomic_load_explicit(&sw->c.far_pairs, memory_order_relaxed);
-        sw->w->poll_eager = near != 0;
-        sw->w->poll_pace = far != 0 && near == 0;
+        sw->eager = atomic_load_explicit(&sw->c.near_pairs, memory_order_relaxed) != 0;
+        if (sw->poller) /* else the start hook tells it */
+                pc__poller_hint(sw->poller, mbox_hints(sw));
 }
 
 void pc__pair_set(struct pc__shard_worker *sw, unsigned idx, unsigned state)

@@ -229,7 +229,7 @@ static unsigned mbox_poll(void *arg)
         /* Last, so what the messages above sent goes out in this iteration. */
         n += pc__mbox_flush_all(sw);
         settle(sw);
-        if (sw->w->poll_eager) /* a near pair */
+        if (sw->eager) /* a near pair */
                 pc__near_prefetch(sw);
         if (n == 0)
                 pc__shard_bump(&sw->c.idle_polls, 1);

@@ -184,6 +184,17 @@ PC_MBOX_INTERNAL void pc__near_prefetch(const struct pc__shard_worker *sw);
 PC_MBOX_INTERNAL void pc__pair_set(struct pc__shard_worker *sw, unsigned idx,
                                    unsigned state);
 
+/* What the worker's idle passes should do (PC__POLL_*): look eagerly
+ * while any pair of it is near, pace the spin while it has far pairs and
+ * no near one (see "Near and far"). */
+static inline unsigned mbox_hints(const struct pc__shard_worker *sw)
+{
+        bool near = atomic_load_explicit(&sw->c.near_pairs, memory_order_relaxed) != 0;
+        bool far = atomic_load_explicit(&sw->c.far_pairs, memory_order_relaxed) != 0;
+
+        return (near ? PC__POLL_EAGER : 0) | (far && !near ? PC__POLL_PACE : 0);
+}
+
 /* What a caller knows of a pair's placement, carried in each posted seq
  * (see "Near and far"): not timed yet (or never timed), near, far. */
 enum { PAIR_UNKNOWN = 0, PAIR_NEAR = 1, PAIR_FAR = 2 };

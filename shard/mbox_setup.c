@@ -14,20 +14,33 @@
 
 #include "mbox_pvt.h"
 
-/* Module start hook: every worker registers its poller on its own thread,
- * once, before it runs anything. */
+__thread struct pc__shard_worker *pc__shard_here PC_TLS_IE;
+
+/* Module start hook: on every run, the worker's thread finds its shard
+ * state; the first time, it registers its poller, before it runs
+ * anything. */
 static void shard_worker_start(struct pc_worker *w, void *arg)
 {
-        struct pc__shard_worker *sw = w->shard;
+        struct pc__shard *sh = arg;
+        struct pc__shard_worker *sw = sh->sw[w->id];
         int rc;
 
-        (void)arg;
-        if (sw == NULL || sw->poller != NULL)
+        pc__shard_here = sw;
+        if (sw->poller != NULL)
                 return;
         rc = pc_poller_register(&pc__mbox_ops, sw, &sw->poller);
         if (rc)
                 pc_log(PC_LOG_ERROR, "worker %u: cannot register the mailbox poller: %s",
                        w->id, pc_strerror(rc));
+        else
+                pc__poller_hint(sw->poller, mbox_hints(sw));
+}
+
+/* Module stop hook: the thread may run another runtime's worker next. */
+static void shard_worker_stop(struct pc_worker *w, void *arg)
+{
+        (void)w, (void)arg;
+        pc__shard_here = NULL;
 }
 
 static void shard_free(struct pc__shard *sh)
@@ -44,13 +57,21 @@ static void shard_free(struct pc__shard *sh)
                 }
                 if (sh->in[i])
                         pc_numa_free(sh->in[i], sh->in_bytes);
-                if (sh->rt->workers[i])
-                        sh->rt->workers[i]->shard = NULL;
         }
         free(sh);
 }
 
 static void shard_metrics(struct pc_runtime *rt, struct pc__prom *p, void *arg);
+static void shard_destroy(struct pc_runtime *rt, void *arg);
+
+/* @rt's shard layer, NULL before pc_shard_init(). */
+static struct pc__shard *shard_of(const struct pc_runtime *rt)
+{
+        for (const struct pc__module *m = rt->modules; m; m = m->next)
+                if (m->destroy == shard_destroy)
+                        return m->arg;
+        return NULL;
+}
 
 /* Module destroy hook: join the lane, free the matrix. Overflow nodes are
  * task objects from the workers' chunks, which the core frees. */
@@ -169,7 +190,7 @@ int pc_shard_init(struct pc_runtime *rt, const struct pc_shard_opts *opts)
                 return -EINVAL;
         if (atomic_load(&rt->running))
                 return -EBUSY;
-        if (rt->workers[0]->shard != NULL)
+        if (shard_of(rt) != NULL)
                 return -EALREADY;
 
         sh = calloc(1, sizeof(*sh));
@@ -200,10 +221,9 @@ int pc_shard_init(struct pc_runtime *rt, const struct pc_shard_opts *opts)
                 shard_free(sh);
                 return rc;
         }
-        for (unsigned i = 0; i < sh->n; i++)
-                rt->workers[i]->shard = sh->sw[i];
         sh->mod.arg = sh;
         sh->mod.worker_start = shard_worker_start;
+        sh->mod.worker_stop = shard_worker_stop;
         sh->mod.destroy = shard_destroy;
         sh->mod.metrics = shard_metrics;
         pc__module_add(rt, &sh->mod);
@@ -213,12 +233,14 @@ int pc_shard_init(struct pc_runtime *rt, const struct pc_shard_opts *opts)
 int pc_shard_stats(const struct pc_runtime *rt, unsigned w, struct pc_shard_stats *out)
 {
         const struct pc__shard_counters *c;
+        const struct pc__shard *sh;
 
         if (rt == NULL || out == NULL || w >= rt->nworkers)
                 return -EINVAL;
-        if (rt->workers[w]->shard == NULL)
+        sh = shard_of(rt);
+        if (sh == NULL)
                 return -ENODEV;
-        c = &rt->workers[w]->shard->c;
+        c = &sh->sw[w]->c;
 #define LD(x) atomic_load_explicit(&c->x, memory_order_relaxed)
         *out = (struct pc_shard_stats){
                 .sent = LD(sent),

@@ -199,7 +199,8 @@ struct pc__shard_worker {
                             * holds four times that, else 0 (see claim_lines()) */
         struct pc__mbox_in *in;   /* this worker's inbound block */
         struct pc__mbox_out *out; /* [2N]: outbound ring 2 * dst + kind */
-        struct pc_poller *poller;
+        struct pc_poller *poller; /* registered as the worker first starts */
+        bool eager;               /* a near pair: each poll prefetches what it awaits */
         uint64_t dirty[PC_DB_WORDS]; /* outbound rings unpublished or overflowing */
         uint64_t carry[PC_DB_WORDS]; /* inbound rings the last drain left non-empty */
         uint64_t recheck[PC_DB_WORDS]; /* outbound rings published without ringing */
@@ -243,20 +244,20 @@ static inline void pc__shard_bump(_Atomic uint64_t *c, uint64_t n)
                               memory_order_relaxed);
 }
 
+/* The calling thread's shard state while it runs a worker of a runtime
+ * with a shard layer (set by the module's start hook, cleared by its stop
+ * hook), else NULL. Initial-exec, as pc__self: a load on every send. */
+extern __thread struct pc__shard_worker *pc__shard_here PC_TLS_IE;
+
 /* The calling worker's shard state; sets *@rc to -EPERM or -ENODEV. */
 static inline struct pc__shard_worker *pc__shard_self(int *rc)
 {
-        struct pc_worker *w = pc__self;
+        struct pc__shard_worker *sw = pc__shard_here;
 
-        if (unlikely(w == NULL)) {
-                *rc = -EPERM;
-                return NULL;
-        }
-        if (unlikely(w->shard == NULL)) {
-                *rc = -ENODEV;
-                return NULL;
-        }
-        return w->shard;
+        if (likely(sw != NULL))
+                return sw;
+        *rc = pc__self == NULL ? -EPERM : -ENODEV;
+        return NULL;
 }
 
 /* mbox_send.c: queue @m on outbound ring (dst, kind). An overflow node comes

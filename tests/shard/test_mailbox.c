@@ -777,6 +777,7 @@ static struct {
         uint64_t step[NW][NW];           /* [src][dst] steps taken, by src */
         unsigned out[NW][NW];            /* [src][dst] calls out, by src */
         uint64_t last_done[NW][NW];      /* [src][dst] seq + 1 of the last done */
+        unsigned start_hints;            /* worker 0's poll hints before any call */
         _Atomic uint64_t calls, dones, bad;
         _Atomic unsigned chains_done;
 } NC;
@@ -851,6 +852,7 @@ static void nc_start(void *arg)
 static void nc_main(void *arg)
 {
         (void)arg;
+        NC.start_hints = pc__self->poll_hints;
         for (unsigned w = 0; w < NW; w++)
                 pc_spawn_on(w, nc_start, NULL);
 }
@@ -893,6 +895,11 @@ static uint64_t run_call_chains(uint32_t near_ns, enum pc_idle idle, uint64_t pa
                 assert_true(st.slot_calls_near <= st.slot_calls);
                 /* A worker's pairs: each peer as callee and as caller. */
                 assert_true(st.near_pairs + st.far_pairs <= 2 * (NW - 1));
+                /* Its idle passes look eagerly for a near pair, and pace
+                 * their spin for far pairs only. */
+                assert_int_equal(NC.rt->workers[w]->poll_hints,
+                                 (st.near_pairs ? PC__POLL_EAGER : 0) |
+                                         (st.far_pairs && !st.near_pairs ? PC__POLL_PACE : 0));
                 pairs[0] += st.near_pairs;
                 pairs[1] += st.far_pairs;
         }
@@ -913,8 +920,10 @@ static void test_call_chains_near(void **state)
         for (int i = 0; i < 2; i++) {
                 assert_true(run_call_chains(UINT32_MAX, i ? PC_IDLE_ADAPTIVE : PC_IDLE_PARK,
                                             pairs) > 0);
-                /* Every caller holds all its callees near from the start. */
+                /* Every caller holds all its callees near from the start,
+                 * and its idle passes look eagerly before its first call. */
                 assert_true(pairs[0] >= NW * (NW - 1));
+                assert_int_equal(NC.start_hints, PC__POLL_EAGER);
                 assert_int_equal(pairs[1], 0);
         }
 }
