@@ -3,10 +3,11 @@
  * Call slots: pc_call()'s latency path. A call between two workers takes
  * one of PC_CSLOTS one-line slots of the pair when nothing else of the
  * pair is in the way, and is answered in the same line: one line transfer
- * each way. The caller times one slot call in PC_CALL_TIME_EVERY and
- * chooses near (reuse the last line, look eagerly) or far (rotate, pace
- * the idle spin). Quoted sections ("Call slots", "Near and far") are
- * docs/messaging.md's.
+ * each way. A pair runs near (reuse the last line, look eagerly) where
+ * the topology places it near (mbox_setup.c); where the topology cannot
+ * say, the caller times one slot call in PC_CALL_TIME_EVERY and chooses
+ * near or far (rotate, pace the idle spin). Quoted sections ("Call
+ * slots", "Near and far") are docs/messaging.md's.
  */
 #include <errno.h>
 #include <limits.h>
@@ -352,7 +353,7 @@ static int slot_post(struct pc__shard_worker *sw, unsigned dst, void *(*fn)(void
         s->arg = arg;
         atomic_store_explicit(&s->seq, seq_posted(c, pair_state(co)), memory_order_release);
         if (unlikely((c & (PC_CALL_TIME_EVERY - 1)) == 0) && alone && co->timed == 0 &&
-            sw->time_calls) {
+            sw->time_calls && !co->placed) {
                 co->timed = c + 1;
                 co->timed_at = pc__now();
         }

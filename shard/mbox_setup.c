@@ -106,6 +106,47 @@ static bool cpu_has_prefetchw(void)
 #endif
 }
 
+/* A virtual machine (CPUID's hypervisor bit). Where the CPU cannot say,
+ * as though it were one: every pair is then timed. */
+static bool cpu_is_guest(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+        unsigned a, b, c, d;
+
+        return __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 31));
+#else
+        return true;
+#endif
+}
+
+bool pc__call_topo_near(const struct pc_topo *t, int a, int b, bool pinned, bool guest)
+{
+        const struct pc_topo_cpu *ca, *cb;
+
+        if (!pinned || guest || t == NULL || t->flat_fallback || a < 0 || b < 0 ||
+            (unsigned)a >= t->ncpus || (unsigned)b >= t->ncpus)
+                return false;
+        ca = &t->cpu[a];
+        cb = &t->cpu[b];
+        if (!ca->online || !cb->online)
+                return false;
+        return (ca->l3 >= 0 && ca->l3 == cb->l3) || ca->node == cb->node;
+}
+
+/* Whether the pair (@id, @peer) runs near from the start: always with
+ * call_near_ns UINT32_MAX, never with 0, else where the topology says so
+ * (see "Near and far"). */
+static bool pair_near_at_start(const struct pc__shard *sh, unsigned id, unsigned peer)
+{
+        const struct pc_runtime *rt = sh->rt;
+
+        if (sh->near_ns == UINT32_MAX || sh->near_ns == 0)
+                return sh->near_ns == UINT32_MAX;
+        return pc__call_topo_near(pc_runtime_topo(rt), pc_runtime_worker_cpu(rt, id),
+                                  pc_runtime_worker_cpu(rt, peer), pc_runtime_config(rt)->pin,
+                                  sh->guest);
+}
+
 /* Zeroed memory for @n items of @size, in whole cache lines of its own:
  * each worker's arrays are written by it alone, and a line shared with
  * another worker's would bounce between them. */
@@ -164,8 +205,9 @@ static int alloc_worker(struct pc__shard *sh, unsigned id)
         sw->time_calls = sh->near_ns != 0 && sh->near_ns != UINT32_MAX;
         for (unsigned peer = 0; peer < sh->n; peer++) {
                 pc__call_explore_reset(&sw->cout[peer]);
-                if (sh->near_ns == UINT32_MAX && peer != id) {
+                if (peer != id && pair_near_at_start(sh, id, peer)) {
                         sw->cout[peer].near = true;
+                        sw->cout[peer].placed = true;
                         pc__pair_set(sw, 2 * peer + MBOX_REP, PAIR_NEAR);
                 }
         }
@@ -200,6 +242,7 @@ int pc_shard_init(struct pc_runtime *rt, const struct pc_shard_opts *opts)
         sh->n = rt->nworkers;
         sh->ring_size = o.ring_size;
         sh->near_ns = o.call_near_ns;
+        sh->guest = cpu_is_guest();
         /* Each ring starts on a line: a request ring of 2 entries is half
          * a line of slots, padded. */
         sh->req_stride = sizeof(struct pc__ring) +

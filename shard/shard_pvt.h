@@ -134,6 +134,7 @@ struct pc__call_out {
         uint8_t off;             /* call c's slot: (c + off) % PC_CSLOTS (mbox_call.c) */
         bool near;               /* the pair runs near (mbox_call.c) */
         bool told;               /* the last call posted said near */
+        bool placed;             /* near by the topology: never timed */
         struct {
                 void (*done)(void *result, void *done_arg);
                 void *done_arg;
@@ -227,6 +228,7 @@ struct pc__shard {
         unsigned n;
         uint32_t ring_size;
         uint32_t near_ns;   /* pc_shard_opts.call_near_ns */
+        bool guest;         /* a virtual machine: the topology places no pair */
         size_t req_stride;  /* bytes per request ring: header + slots */
         size_t pair_stride; /* bytes per (src, dst) pair: request + reply ring */
         size_t in_bytes;    /* bytes per receiver block: header, rings, call slots */
@@ -281,6 +283,14 @@ static inline void pc__call_explore_reset(struct pc__call_out *co)
  * the trials between (docs/messaging.md, "Near and far"). Touches @co
  * only: the owner's worker, or a test. */
 void pc__call_choose(struct pc__call_out *co, uint64_t ns, uint32_t near_ns);
+
+/* mbox_setup.c: whether the topology alone says that workers on CPUs @a
+ * and @b call each other near: pinned (@pinned) to CPUs that share an L3
+ * or a NUMA node, on a machine that is not a virtual one (@guest: its
+ * host may run the vCPUs anywhere). False where the topology cannot say
+ * (unpinned, a guest, a flat fallback, a CPU it does not know): those
+ * pairs are timed (pc__call_choose()). Pure: tests drive it. */
+bool pc__call_topo_near(const struct pc_topo *t, int a, int b, bool pinned, bool guest);
 
 /* blocking.c */
 int pc__blocking_start(struct pc__shard *sh, unsigned nthreads);

@@ -12,6 +12,8 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sched.h>
 #include <time.h>
@@ -1058,6 +1060,54 @@ static void test_call_choice_tries_both(void **state)
         assert_int_equal(co.explore_gap, PC_CALL_EXPLORE_MAX);
 }
 
+/* ---- near or far: the choice by topology --------------------------------- */
+
+static struct pc_topo *fixture_topo(const char *name)
+{
+        const char *fx = getenv("PC_FIXTURES");
+        char root[4096];
+        struct pc_topo *t = NULL;
+
+        snprintf(root, sizeof(root), "%s/%s/sys", fx ? fx : "tests/fixtures", name);
+        assert_int_equal(pc_topo_load(root, NULL, &t), 0);
+        return t;
+}
+
+static void test_call_choice_by_topology(void **state)
+{
+        struct pc_topo *t;
+
+        (void)state;
+        /* EPYC in NPS4: 32 cores, 4 per L3, 2 L3s per node; CPU c + 32 is
+         * core c's second thread. */
+        t = fixture_topo("epyc-nps4");
+        assert_true(pc__call_topo_near(t, 0, 32, true, false));  /* SMT siblings */
+        assert_true(pc__call_topo_near(t, 0, 1, true, false));   /* one L3 */
+        assert_true(pc__call_topo_near(t, 0, 4, true, false));   /* one node */
+        assert_false(pc__call_topo_near(t, 0, 8, true, false));  /* nodes apart */
+        assert_false(pc__call_topo_near(t, 0, 1, false, false)); /* unpinned */
+        assert_false(pc__call_topo_near(t, 0, 1, true, true));   /* a guest */
+        assert_false(pc__call_topo_near(t, 0, -1, true, false));
+        assert_false(pc__call_topo_near(t, 0, (int)t->ncpus, true, false));
+        pc_topo_free(t);
+        /* Two sockets: CPUs 0-3 and 4-7, their siblings 8-15. */
+        t = fixture_topo("intel-2s-smt");
+        assert_true(pc__call_topo_near(t, 1, 9, true, false));
+        assert_true(pc__call_topo_near(t, 0, 3, true, false));
+        assert_false(pc__call_topo_near(t, 0, 4, true, false));
+        pc_topo_free(t);
+        /* An offline CPU, and a topology the loader gave up on. */
+        t = fixture_topo("offline-cpus");
+        assert_true(pc__call_topo_near(t, 0, 5, true, false));
+        assert_false(pc__call_topo_near(t, 0, 6, true, false));
+        pc_topo_free(t);
+        t = fixture_topo("broken");
+        assert_true(t->flat_fallback);
+        assert_false(pc__call_topo_near(t, 0, 1, true, false));
+        pc_topo_free(t);
+        assert_false(pc__call_topo_near(NULL, 0, 1, true, false));
+}
+
 /* ---- idle polls inspect no ring, with 64 workers ------------------------- */
 
 #define IW 64
@@ -1188,6 +1238,7 @@ int main(void)
                 cmocka_unit_test(test_call_chains_timed_near),
                 cmocka_unit_test(test_call_choice_by_bounds),
                 cmocka_unit_test(test_call_choice_tries_both),
+                cmocka_unit_test(test_call_choice_by_topology),
                 cmocka_unit_test(test_overflow_sender_sleeps_and_is_woken),
                 cmocka_unit_test(test_ping_pong_parking),
                 cmocka_unit_test(test_idle_poll_inspects_no_ring),
