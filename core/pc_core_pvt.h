@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "percore.h"
+#include "pc_core.h"
 #include "pc_topo.h"
 #include "stealq_pvt.h"
 

@@ -25,7 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "percore.h"
+#include "pc_core.h"
 
 #ifdef __cplusplus
 extern "C" {
