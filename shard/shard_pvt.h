@@ -14,7 +14,7 @@
 
 #include <errno.h>
 
-#include "pc_core_pvt.h"
+#include "pc_module_pvt.h"
 #include "pc_shard.h"
 
 /* Tunables, in one place. */

@@ -19,7 +19,6 @@
 #include <time.h>
 
 #include "pc_test.h"
-#include "pc_core_pvt.h"
 #include "pc_shard.h"
 #include "shard_pvt.h"
 
