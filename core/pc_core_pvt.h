@@ -85,12 +85,16 @@ void pc__stall_stop(struct pc_worker *w);
 int pc__sched_batch(unsigned id, bool other_only, struct sched_param *was_sp);
 void pc__sched_restore(unsigned id, int was, const struct sched_param *was_sp);
 
-/* runtime.c: while pc_runtime_stop_on_signals()'s thread takes SIGINT and
+/* signals.c: while pc_runtime_stop_on_signals()'s thread takes SIGINT and
  * SIGTERM, block them in the calling thread, about to run a worker, saving
  * its mask in @old; returns whether it did. pc__signals_restore() puts
  * that mask back (a no-op when @blocked is false). */
 bool pc__signals_block(sigset_t *old);
 void pc__signals_restore(bool blocked, const sigset_t *old);
+/* signals.c: from pc_runtime_destroy(), before anything of @rt is freed:
+ * the signals no longer stop @rt (the old handlers back when they stopped
+ * it). */
+void pc__signals_forget(struct pc_runtime *rt);
 
 /* share.c. start/stop: on the worker's thread as its loop starts and
  * ends; check: from the loop when PC_SHARE_WINDOW_NS passed since the
