@@ -38,6 +38,17 @@ int pc_poller_register(const struct pc_poller_ops *ops, void *arg, struct pc_pol
         return 0;
 }
 
+/* The worker's idle passes follow the union of its live pollers' hints. */
+static void hints_update(struct pc_worker *w)
+{
+        unsigned hints = 0;
+
+        for (unsigned i = 0; i < w->npollers; i++)
+                if (!w->pollers[i]->dead)
+                        hints |= w->pollers[i]->hints;
+        w->poll_hints = (uint8_t)hints;
+}
+
 int pc_poller_unregister(struct pc_poller *p)
 {
         struct pc_worker *w = pc__self;
@@ -50,5 +61,20 @@ int pc_poller_unregister(struct pc_poller *p)
                 return -EXDEV;
         p->dead = true;
         w->pollers_dirty = true;
+        if (p->hints)
+                hints_update(w);
+        return 0;
+}
+
+int pc__poller_hint(struct pc_poller *p, unsigned hints)
+{
+        struct pc_worker *w = pc__self;
+
+        if (w == NULL)
+                return -EPERM;
+        if (p->worker != w->id)
+                return -EXDEV;
+        p->hints = (uint8_t)hints;
+        hints_update(w);
         return 0;
 }

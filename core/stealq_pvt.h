@@ -22,7 +22,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "percore.h"
+#include "pc_core.h"
 
 struct pc_stealq {
         _Atomic uint64_t head __attribute__((aligned(64))); /* consumers */

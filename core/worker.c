@@ -39,9 +39,8 @@ static uint64_t splitmix64(uint64_t x)
  * 25 of 50 ns on an EPYC, time in which a message that arrived waits).
  * So it pauses when the core has another online thread, or when it is
  * not pinned and cannot know; a worker alone on its core polls flat out,
- * as a DPDK or Seastar poll loop does, except while a module says its
- * looks slow a far line's writer (poll_pace: shard/mailbox.c, "Near and
- * far").
+ * as a DPDK or Seastar poll loop does, except while a poller says its
+ * looks slow a far line's writer (PC__POLL_PACE).
  */
 static bool spin_pauses(const struct pc_runtime *rt, int cpu)
 {
@@ -622,7 +621,7 @@ static bool idle(struct pc_worker *w, uint64_t now)
         if (rt->cfg.idle == PC_IDLE_POLL ||
             (rt->cfg.idle == PC_IDLE_ADAPTIVE && now - w->idle_since < w->spin_ns &&
              !w->share.roaming)) {
-                if (w->spin_pause || w->poll_pace)
+                if (w->spin_pause || (w->poll_hints & PC__POLL_PACE))
                         pc__cpu_relax();
                 return false;
         }
@@ -655,15 +654,16 @@ static bool idle(struct pc_worker *w, uint64_t now)
 /*
  * The first idle pass after work reads the clock to start the idle spell,
  * ~27 ns on a kvm-clock guest, right when the next message of a near pair
- * (a call answered by a worker that shares our cache) is due: a module that
- * waits on such a line sets poll_eager, and then, when the busy pass read
- * the clock itself, the spell starts at that reading instead. The
+ * (a call answered by a worker that shares our cache) is due: a poller
+ * that waits on such a line asks for PC__POLL_EAGER, and then, when the
+ * busy pass read the clock itself, the spell starts at that reading
+ * instead. The
  * accounting loses nothing: the busy pass's work was counted up to its
  * reading, and what follows it is this idle pass.
  */
 static inline bool eager_idle(struct pc_worker *w)
 {
-        if (!w->poll_eager || !w->clock_fresh || !w->last_busy)
+        if (!(w->poll_hints & PC__POLL_EAGER) || !w->clock_fresh || !w->last_busy)
                 return false;
         w->last_busy = false;
         w->idle_clock = 0;

@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pc_core_pvt.h"
+#include "pc_module_pvt.h"
 #include "pc_fiber.h"
 #include "pc_net_pvt.h"
 #include "pc_tcp_fiber_pvt.h"

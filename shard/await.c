@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 
+#include "pc_fiber.h"
 #include "shard_pvt.h"
 
 struct await {

@@ -25,7 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "percore.h"
+#include "pc_core.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -52,16 +52,20 @@ struct pc_shard_opts {
         /** Threads of the blocking lane, 0 to PC_SHARD_BLOCKING_MAX;
          *  0 means no lane (pc_spawn_blocking() returns -ENOTSUP). */
         unsigned blocking_threads;
-        /** A pair whose call slots answer, timed one call in 64, faster than
-         *  this on average (ns) runs "near": the caller reuses the line of
-         *  its last answered call, and both workers look for the next one
-         *  eagerly (see pc_shard_stats.slot_calls_near). Default 200: the
-         *  round trip of two cores that share a cache. Slower than 4 times
-         *  this, the callee is busy or parked: the pair runs "far" (a slot
-         *  per call in turn, idle spins paced). In between (cores that
-         *  talk across caches or sockets) the pair tries both ways now and
-         *  then and keeps the faster, which differs between machines.
-         *  0: never timed, never near; UINT32_MAX: always near (tests). */
+        /** A pair of workers pinned to CPUs that share an L3 or a NUMA
+         *  node, on a machine that is not a virtual one, runs "near" from
+         *  the start, untimed: the caller reuses the line of its last
+         *  answered call, and both workers look for the next one eagerly
+         *  (see pc_shard_stats.slot_calls_near). Where the topology cannot
+         *  say (unpinned workers, a guest whose host may run its vCPUs
+         *  anywhere, workers on different nodes), the caller times one
+         *  call in 64: faster than this on average (ns), near. Default
+         *  200: the round trip of two cores that share a cache. Slower
+         *  than 4 times this, the callee is busy or parked: the pair runs
+         *  "far" (a slot per call in turn, idle spins paced). In between
+         *  the pair tries both ways now and then and keeps the faster,
+         *  which differs between machines. 0: never near, never timed;
+         *  UINT32_MAX: always near (tests). */
         uint32_t call_near_ns;
 };
 

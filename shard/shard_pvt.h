@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Private shard/ state shared by mailbox.c, shard.c and blocking.c.
+ * Private shard/ state shared by the mailbox (mbox_*.c), shard.c,
+ * blocking.c and await.c.
  *
  * Memory map. Each receiver dst owns one block, struct pc__mbox_in followed
  * by its 2N inbound rings; ring (src, kind) is number 2 * src + kind, and the
@@ -13,7 +14,7 @@
 
 #include <errno.h>
 
-#include "pc_core_pvt.h"
+#include "pc_module_pvt.h"
 #include "pc_shard.h"
 
 /* Tunables, in one place. */
@@ -102,13 +103,13 @@ _Static_assert(offsetof(struct pc__ring, slots) == 2 * PC_CACHE_LINE,
 _Static_assert(sizeof(struct pc__ring) == 2 * PC_CACHE_LINE, "ring header is two lines");
 
 /*
- * A call slot: pc_call()'s latency path (mailbox.c, "Call slots"). One
- * line, in the callee's block, written by the caller (fn, arg, then seq)
- * and answered in place by the callee (result, then seq).
+ * A call slot: pc_call()'s latency path (mbox_call.c). One line, in the
+ * callee's block, written by the caller (fn, arg, then seq) and answered
+ * in place by the callee (result, then seq).
  */
 struct pc__cslot {
         _Atomic uint64_t seq; /* (2c + 1) << 2 | placement: the pair's slot call c
-                               * posted; (2c + 2) << 2: answered (mailbox.c) */
+                               * posted; (2c + 2) << 2: answered (mbox_call.c) */
         void *(*fn)(void *arg);
         void *arg;
         void *result;
@@ -127,12 +128,13 @@ struct pc__call_out {
         uint32_t kept_ns;        /* during a trial: rtt_ns of the way it may replace */
         uint16_t trial;          /* timed calls left in a trial of the other way; 0: none */
         uint16_t explore_in;     /* timed calls until the next trial */
-        uint16_t explore_gap;    /* what explore_in starts from (mailbox.c) */
+        uint16_t explore_gap;    /* what explore_in starts from (mbox_call.c) */
         uint64_t timed;          /* 1 + the slot call being timed; 0: none */
         uint64_t timed_at;       /* pc__now() when it was posted */
-        uint8_t off;             /* call c's slot: (c + off) % PC_CSLOTS (mailbox.c) */
-        bool near;               /* the pair runs near (mailbox.c, "Near and far") */
+        uint8_t off;             /* call c's slot: (c + off) % PC_CSLOTS (mbox_call.c) */
+        bool near;               /* the pair runs near (mbox_call.c) */
         bool told;               /* the last call posted said near */
+        bool placed;             /* near by the topology: never timed */
         struct {
                 void (*done)(void *result, void *done_arg);
                 void *done_arg;
@@ -145,7 +147,7 @@ struct pc__bjob;
 struct pc__mbox_in {
         /* Bit 2 * src + kind: ring (src, kind) has work or is being watched.
          * Senders set bits; the owner keeps a bit set while the ring is
-         * busy and clears it once the ring stays empty (see mailbox.c). */
+         * busy and clears it once the ring stays empty (mbox_poll.c). */
         _Atomic uint64_t doorbell[PC_DB_WORDS] PC_ALIGNED;
         /* Blocking-lane jobs finished for this worker (LIFO, MPSC). */
         _Atomic(struct pc__bjob *) completions PC_ALIGNED;
@@ -198,7 +200,8 @@ struct pc__shard_worker {
                             * holds four times that, else 0 (see claim_lines()) */
         struct pc__mbox_in *in;   /* this worker's inbound block */
         struct pc__mbox_out *out; /* [2N]: outbound ring 2 * dst + kind */
-        struct pc_poller *poller;
+        struct pc_poller *poller; /* registered as the worker first starts */
+        bool eager;               /* a near pair: each poll prefetches what it awaits */
         uint64_t dirty[PC_DB_WORDS]; /* outbound rings unpublished or overflowing */
         uint64_t carry[PC_DB_WORDS]; /* inbound rings the last drain left non-empty */
         uint64_t recheck[PC_DB_WORDS]; /* outbound rings published without ringing */
@@ -208,11 +211,11 @@ struct pc__shard_worker {
         uint32_t *fenced_head;         /* [2N]: inbound ring's head at the last fence after it */
         struct pc__call_out *cout;     /* [N]: call slots to each callee */
         uint64_t *slot_next;           /* [N]: the next slot call due from each caller */
-        uint8_t *slot_off;             /* [N]: each caller's slot offset (mailbox.c) */
+        uint8_t *slot_off;             /* [N]: each caller's slot offset (mbox_call.c) */
         uint32_t near_ns;              /* pc_shard_opts.call_near_ns */
         bool time_calls;               /* near_ns neither 0 (never) nor UINT32_MAX (always) */
         /* Bit 2 * peer + MBOX_REP: a near callee we call; 2 * peer +
-         * MBOX_REQ: a caller that calls us near (mailbox.c, "Near and far"). */
+         * MBOX_REQ: a caller that calls us near (mbox_call.c). */
         uint64_t near[PC_DB_WORDS];    /* counted in c.near_pairs */
         uint64_t far[PC_DB_WORDS];     /* the same for pairs timed far (c.far_pairs) */
         struct pc__shard_counters c PC_ALIGNED; /* read by pc_shard_stats() */
@@ -225,6 +228,7 @@ struct pc__shard {
         unsigned n;
         uint32_t ring_size;
         uint32_t near_ns;   /* pc_shard_opts.call_near_ns */
+        bool guest;         /* a virtual machine: the topology places no pair */
         size_t req_stride;  /* bytes per request ring: header + slots */
         size_t pair_stride; /* bytes per (src, dst) pair: request + reply ring */
         size_t in_bytes;    /* bytes per receiver block: header, rings, call slots */
@@ -242,23 +246,23 @@ static inline void pc__shard_bump(_Atomic uint64_t *c, uint64_t n)
                               memory_order_relaxed);
 }
 
+/* The calling thread's shard state while it runs a worker of a runtime
+ * with a shard layer (set by the module's start hook, cleared by its stop
+ * hook), else NULL. Initial-exec, as pc__self: a load on every send. */
+extern __thread struct pc__shard_worker *pc__shard_here PC_TLS_IE;
+
 /* The calling worker's shard state; sets *@rc to -EPERM or -ENODEV. */
 static inline struct pc__shard_worker *pc__shard_self(int *rc)
 {
-        struct pc_worker *w = pc__self;
+        struct pc__shard_worker *sw = pc__shard_here;
 
-        if (unlikely(w == NULL)) {
-                *rc = -EPERM;
-                return NULL;
-        }
-        if (unlikely(w->shard == NULL)) {
-                *rc = -ENODEV;
-                return NULL;
-        }
-        return w->shard;
+        if (likely(sw != NULL))
+                return sw;
+        *rc = pc__self == NULL ? -EPERM : -ENODEV;
+        return NULL;
 }
 
-/* mailbox.c: queue @m on outbound ring (dst, kind). An overflow node comes
+/* mbox_send.c: queue @m on outbound ring (dst, kind). An overflow node comes
  * from *@spare when given and non-empty, else from the worker's free list. */
 int pc__mbox_send(struct pc__shard_worker *sw, unsigned dst, unsigned kind,
                   const struct pc__msg *m, struct pc_task **spare);
@@ -274,11 +278,19 @@ static inline void pc__call_explore_reset(struct pc__call_out *co)
         co->explore_in = PC_CALL_EXPLORE_MIN;
 }
 
-/* mailbox.c: a timed slot call of pair @co took @ns; average it into
+/* mbox_call.c: a timed slot call of pair @co took @ns; average it into
  * co->rtt_ns and set co->near by pc_shard_opts.call_near_ns @near_ns and
- * the trials between (see "Near and far"). Touches @co only: the owner's
- * worker, or a test. */
+ * the trials between (docs/messaging.md, "Near and far"). Touches @co
+ * only: the owner's worker, or a test. */
 void pc__call_choose(struct pc__call_out *co, uint64_t ns, uint32_t near_ns);
+
+/* mbox_setup.c: whether the topology alone says that workers on CPUs @a
+ * and @b call each other near: pinned (@pinned) to CPUs that share an L3
+ * or a NUMA node, on a machine that is not a virtual one (@guest: its
+ * host may run the vCPUs anywhere). False where the topology cannot say
+ * (unpinned, a guest, a flat fallback, a CPU it does not know): those
+ * pairs are timed (pc__call_choose()). Pure: tests drive it. */
+bool pc__call_topo_near(const struct pc_topo *t, int a, int b, bool pinned, bool guest);
 
 /* blocking.c */
 int pc__blocking_start(struct pc__shard *sh, unsigned nthreads);

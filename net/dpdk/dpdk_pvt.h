@@ -13,7 +13,7 @@
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
 
-#include "pc_core_pvt.h"
+#include "pc_module_pvt.h"
 #include "pc_net_pvt.h"
 #include "pc_dpdk.h"
 #include "pc_tcp_fiber_pvt.h"

@@ -13,7 +13,7 @@
 #include <stdatomic.h>
 #include <sys/socket.h>
 
-#include "pc_core_pvt.h"
+#include "pc_module_pvt.h"
 #include "pc_knet.h"
 #include "pc_net_pvt.h"
 #include "pc_tcp_fiber_pvt.h"

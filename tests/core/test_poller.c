@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Pollers: called every iteration on their worker, removable from inside
- * their own poll, able to veto sleep, and woken by events from outside
- * threads without a lost wake-up.
+ * their own poll, able to veto sleep, woken by events from outside
+ * threads without a lost wake-up, and asking their worker's idle passes
+ * for what they wait on (hints).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 
 #include "pc_test.h"
+#include "pc_core_pvt.h"
 
 /* ---- basic: counted polls, self-unregister ------------------------------ */
 
@@ -215,12 +217,85 @@ static void test_poller_vetoes_sleep(void **state)
         pc_runtime_destroy(RT);
 }
 
+/* ---- hints: the worker follows the union of its live pollers' ----------- */
+
+static unsigned idle_poll(void *arg)
+{
+        (void)arg;
+        return 0;
+}
+
+static const struct pc_poller_ops idle_ops = {.name = "idle", .poll = idle_poll};
+static struct pc_poller *hint_a, *hint_b;
+static _Atomic unsigned hint_bad;
+
+static void hint_check(bool ok)
+{
+        if (!ok)
+                atomic_fetch_add(&hint_bad, 1);
+}
+
+static void hint_finish(void *arg)
+{
+        (void)arg;
+        hint_check(pc_poller_unregister(hint_a) == 0 && pc__self->poll_hints == 0);
+        pc_runtime_stop(RT);
+}
+
+static void hint_elsewhere(void *arg)
+{
+        (void)arg;
+        hint_check(pc__poller_hint(hint_a, PC__POLL_PACE) == -EXDEV);
+        hint_check(pc__self->poll_hints == 0);
+        hint_check(pc_spawn_on(0, hint_finish, NULL) == 0);
+}
+
+static void hint_main(void *arg)
+{
+        struct pc_worker *w = pc__self;
+
+        (void)arg;
+        if (pc_poller_register(&idle_ops, NULL, &hint_a) ||
+            pc_poller_register(&idle_ops, NULL, &hint_b)) {
+                hint_check(false);
+                pc_runtime_stop(RT);
+                return;
+        }
+        hint_check(w->poll_hints == 0);
+        hint_check(pc__poller_hint(hint_a, PC__POLL_EAGER) == 0);
+        hint_check(w->poll_hints == PC__POLL_EAGER);
+        hint_check(pc__poller_hint(hint_b, PC__POLL_PACE) == 0);
+        hint_check(w->poll_hints == (PC__POLL_EAGER | PC__POLL_PACE));
+        hint_check(pc__poller_hint(hint_a, 0) == 0);
+        hint_check(w->poll_hints == PC__POLL_PACE);
+        hint_check(pc__poller_hint(hint_a, PC__POLL_EAGER) == 0);
+        /* An unregistered poller's hint leaves at once, not at the end of
+         * the poll pass that frees it. */
+        hint_check(pc_poller_unregister(hint_b) == 0);
+        hint_check(w->poll_hints == PC__POLL_EAGER);
+        hint_check(pc_spawn_on(1, hint_elsewhere, NULL) == 0);
+}
+
+static void test_poller_hints(void **state)
+{
+        struct pc_config cfg;
+
+        (void)state;
+        assert_int_equal(pc__poller_hint(NULL, PC__POLL_EAGER), -EPERM);
+        pc_test_config(&cfg, 2);
+        assert_int_equal(pc_runtime_create(&cfg, &RT), 0);
+        assert_int_equal(pc_runtime_run(RT, hint_main, NULL), 0);
+        assert_int_equal(atomic_load(&hint_bad), 0);
+        pc_runtime_destroy(RT);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_poller_runs_and_unregisters),
                 cmocka_unit_test(test_external_events_never_lose_a_wakeup),
                 cmocka_unit_test(test_poller_vetoes_sleep),
+                cmocka_unit_test(test_poller_hints),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,12 +12,13 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sched.h>
 #include <time.h>
 
 #include "pc_test.h"
-#include "pc_core_pvt.h"
 #include "pc_shard.h"
 #include "shard_pvt.h"
 
@@ -777,6 +778,7 @@ static struct {
         uint64_t step[NW][NW];           /* [src][dst] steps taken, by src */
         unsigned out[NW][NW];            /* [src][dst] calls out, by src */
         uint64_t last_done[NW][NW];      /* [src][dst] seq + 1 of the last done */
+        unsigned start_hints;            /* worker 0's poll hints before any call */
         _Atomic uint64_t calls, dones, bad;
         _Atomic unsigned chains_done;
 } NC;
@@ -851,6 +853,7 @@ static void nc_start(void *arg)
 static void nc_main(void *arg)
 {
         (void)arg;
+        NC.start_hints = pc__self->poll_hints;
         for (unsigned w = 0; w < NW; w++)
                 pc_spawn_on(w, nc_start, NULL);
 }
@@ -893,6 +896,11 @@ static uint64_t run_call_chains(uint32_t near_ns, enum pc_idle idle, uint64_t pa
                 assert_true(st.slot_calls_near <= st.slot_calls);
                 /* A worker's pairs: each peer as callee and as caller. */
                 assert_true(st.near_pairs + st.far_pairs <= 2 * (NW - 1));
+                /* Its idle passes look eagerly for a near pair, and pace
+                 * their spin for far pairs only. */
+                assert_int_equal(NC.rt->workers[w]->poll_hints,
+                                 (st.near_pairs ? PC__POLL_EAGER : 0) |
+                                         (st.far_pairs && !st.near_pairs ? PC__POLL_PACE : 0));
                 pairs[0] += st.near_pairs;
                 pairs[1] += st.far_pairs;
         }
@@ -913,8 +921,10 @@ static void test_call_chains_near(void **state)
         for (int i = 0; i < 2; i++) {
                 assert_true(run_call_chains(UINT32_MAX, i ? PC_IDLE_ADAPTIVE : PC_IDLE_PARK,
                                             pairs) > 0);
-                /* Every caller holds all its callees near from the start. */
+                /* Every caller holds all its callees near from the start,
+                 * and its idle passes look eagerly before its first call. */
                 assert_true(pairs[0] >= NW * (NW - 1));
+                assert_int_equal(NC.start_hints, PC__POLL_EAGER);
                 assert_int_equal(pairs[1], 0);
         }
 }
@@ -953,7 +963,7 @@ static void test_call_chains_timed_near(void **state)
 
 /* ---- near or far: the choice by timed calls ------------------------------ */
 
-/* A pair in the state a worker starts it in (mailbox.c, shard_worker_init). */
+/* A pair in the state a worker starts it in (mbox_setup.c, alloc_worker()). */
 static struct pc__call_out fresh_pair(void)
 {
         struct pc__call_out co;
@@ -1047,6 +1057,54 @@ static void test_call_choice_tries_both(void **state)
         near = feed(&co, 10000, 350, 350);
         assert_true(near < 300);
         assert_int_equal(co.explore_gap, PC_CALL_EXPLORE_MAX);
+}
+
+/* ---- near or far: the choice by topology --------------------------------- */
+
+static struct pc_topo *fixture_topo(const char *name)
+{
+        const char *fx = getenv("PC_FIXTURES");
+        char root[4096];
+        struct pc_topo *t = NULL;
+
+        snprintf(root, sizeof(root), "%s/%s/sys", fx ? fx : "tests/fixtures", name);
+        assert_int_equal(pc_topo_load(root, NULL, &t), 0);
+        return t;
+}
+
+static void test_call_choice_by_topology(void **state)
+{
+        struct pc_topo *t;
+
+        (void)state;
+        /* EPYC in NPS4: 32 cores, 4 per L3, 2 L3s per node; CPU c + 32 is
+         * core c's second thread. */
+        t = fixture_topo("epyc-nps4");
+        assert_true(pc__call_topo_near(t, 0, 32, true, false));  /* SMT siblings */
+        assert_true(pc__call_topo_near(t, 0, 1, true, false));   /* one L3 */
+        assert_true(pc__call_topo_near(t, 0, 4, true, false));   /* one node */
+        assert_false(pc__call_topo_near(t, 0, 8, true, false));  /* nodes apart */
+        assert_false(pc__call_topo_near(t, 0, 1, false, false)); /* unpinned */
+        assert_false(pc__call_topo_near(t, 0, 1, true, true));   /* a guest */
+        assert_false(pc__call_topo_near(t, 0, -1, true, false));
+        assert_false(pc__call_topo_near(t, 0, (int)t->ncpus, true, false));
+        pc_topo_free(t);
+        /* Two sockets: CPUs 0-3 and 4-7, their siblings 8-15. */
+        t = fixture_topo("intel-2s-smt");
+        assert_true(pc__call_topo_near(t, 1, 9, true, false));
+        assert_true(pc__call_topo_near(t, 0, 3, true, false));
+        assert_false(pc__call_topo_near(t, 0, 4, true, false));
+        pc_topo_free(t);
+        /* An offline CPU, and a topology the loader gave up on. */
+        t = fixture_topo("offline-cpus");
+        assert_true(pc__call_topo_near(t, 0, 5, true, false));
+        assert_false(pc__call_topo_near(t, 0, 6, true, false));
+        pc_topo_free(t);
+        t = fixture_topo("broken");
+        assert_true(t->flat_fallback);
+        assert_false(pc__call_topo_near(t, 0, 1, true, false));
+        pc_topo_free(t);
+        assert_false(pc__call_topo_near(NULL, 0, 1, true, false));
 }
 
 /* ---- idle polls inspect no ring, with 64 workers ------------------------- */
@@ -1179,6 +1237,7 @@ int main(void)
                 cmocka_unit_test(test_call_chains_timed_near),
                 cmocka_unit_test(test_call_choice_by_bounds),
                 cmocka_unit_test(test_call_choice_tries_both),
+                cmocka_unit_test(test_call_choice_by_topology),
                 cmocka_unit_test(test_overflow_sender_sleeps_and_is_woken),
                 cmocka_unit_test(test_ping_pong_parking),
                 cmocka_unit_test(test_idle_poll_inspects_no_ring),

@@ -545,6 +545,33 @@ static void test_bad_input(void **state)
         pc_runtime_destroy(RT);
 }
 
+static void shard_main(void *arg)
+{
+        (void)arg;
+        if (pc_worker_id() != 0 || pc_submit(1, nop, NULL) != 0)
+                bad();
+        pc_runtime_stop(RT);
+}
+
+/* Worker 0 runs on the thread that calls pc_runtime_run(): once a run
+ * with a shard layer ended, that thread keeps none of its state into the
+ * next runtime's run, which has none. */
+static void test_no_shard_after_shard(void **state)
+{
+        struct pc_config cfg;
+
+        (void)state;
+        RT = make_rt(2, 64, 0);
+        assert_int_equal(pc_runtime_run(RT, shard_main, NULL), 0);
+        assert_int_equal(atomic_load(&BAD), 0);
+        pc_runtime_destroy(RT);
+        pc_test_config(&cfg, 2);
+        assert_int_equal(pc_runtime_create(&cfg, &RT), 0);
+        assert_int_equal(pc_runtime_run(RT, no_shard_main, NULL), 0);
+        assert_int_equal(atomic_load(&BAD), 0);
+        pc_runtime_destroy(RT);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -554,6 +581,7 @@ int main(void)
                 cmocka_unit_test(test_slots),
                 cmocka_unit_test(test_blocking_lane),
                 cmocka_unit_test(test_bad_input),
+                cmocka_unit_test(test_no_shard_after_shard),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
