@@ -29,9 +29,7 @@ void pc_config_init(struct pc_config *cfg)
         cfg->remote_steal_min = 4;
         cfg->idle = PC_IDLE_ADAPTIVE;
         cfg->idle_spin_us = 50;
-        cfg->sched = PC_SCHED_AUTO;
-        cfg->shared = PC_SHARED_AUTO;
-        cfg->pack = true;
+        cfg->overprovisioned = false;
         cfg->fiber_stack_kb = 64;
         cfg->stall_ms = 100;
         cfg->monitor_ms = 0;
@@ -46,8 +44,6 @@ void pc_config_init(struct pc_config *cfg)
 
 static const char *const mode_names[] = {"tpc", "elastic", "deterministic"};
 static const char *const idle_names[] = {"poll", "park", "adaptive"};
-static const char *const sched_names[] = {"normal", "batch", "auto"};
-static const char *const shared_names[] = {"auto", "off", "on"};
 static const char *const place_names[] = {"compact", "spread"};
 static const char *const tier_names[] = {"numa", "flat"};
 static const char *const topo_names[] = {"sysfs", "hwloc"};
@@ -142,6 +138,18 @@ static int parse_uint(const char *var, const char *val, unsigned lo, unsigned hi
 #define MONITOR_MS_MAX 3600000
 #define STALL_MS_MAX 3600000
 
+/* Variables no longer read, with what took their place: set, each is an
+ * error rather than a setting silently ignored. */
+static const struct {
+        const char *name, *instead;
+} removed_vars[] = {
+        {"PERCORE_SHARED", "workers stay pinned, or roam on CPUs shared with other busy "
+                           "threads under PERCORE_OVERPROVISIONED=1"},
+        {"PERCORE_PACK", "roaming workers pack under PERCORE_OVERPROVISIONED=1"},
+        {"PERCORE_SCHED", "workers run SCHED_OTHER; PERCORE_OVERPROVISIONED=1 makes a "
+                          "roaming worker SCHED_BATCH"},
+};
+
 static bool metrics_valid(const char *s)
 {
         struct sockaddr_storage ss;
@@ -155,6 +163,14 @@ int pc_config_from_env(struct pc_config *cfg, char *err, size_t errlen)
         const char *v;
         int e, rc;
         uint64_t u;
+
+        for (size_t i = 0; i < NELEM(removed_vars); i++) {
+                if (getenv(removed_vars[i].name) != NULL) {
+                        seterr(err, errlen, "%s is no longer supported: %s; unset it",
+                               removed_vars[i].name, removed_vars[i].instead);
+                        return -EINVAL;
+                }
+        }
 
 #define ENUM_VAR(name, names, field, type)                                                   \
         if ((v = getenv(name)) != NULL) {                                                    \
@@ -188,9 +204,7 @@ int pc_config_from_env(struct pc_config *cfg, char *err, size_t errlen)
         UINT_VAR("PERCORE_REMOTE_STEAL_MIN", 1, REMOTE_MIN_MAX, remote_steal_min);
         ENUM_VAR("PERCORE_IDLE", idle_names, idle, enum pc_idle);
         UINT_VAR("PERCORE_IDLE_SPIN_US", 0, SPIN_US_MAX, idle_spin_us);
-        ENUM_VAR("PERCORE_SCHED", sched_names, sched, enum pc_sched);
-        ENUM_VAR("PERCORE_SHARED", shared_names, shared, enum pc_shared);
-        ENUM_VAR("PERCORE_PACK", bool_names, pack, bool);
+        ENUM_VAR("PERCORE_OVERPROVISIONED", bool_names, overprovisioned, bool);
         UINT_VAR("PERCORE_FIBER_STACK_KB", FIBER_KB_MIN, FIBER_KB_MAX, fiber_stack_kb);
         UINT_VAR("PERCORE_MONITOR_MS", 0, MONITOR_MS_MAX, monitor_ms);
         UINT_VAR("PERCORE_STALL_MS", 0, STALL_MS_MAX, stall_ms);
@@ -251,8 +265,6 @@ int pc_config_validate(const struct pc_config *cfg, char *err, size_t errlen)
         }
         if ((unsigned)cfg->placement >= NELEM(place_names) ||
             (unsigned)cfg->idle >= NELEM(idle_names) ||
-            (unsigned)cfg->sched >= NELEM(sched_names) ||
-            (unsigned)cfg->shared >= NELEM(shared_names) ||
             (unsigned)cfg->steal_tiers >= NELEM(tier_names) ||
             (unsigned)cfg->topology >= NELEM(topo_names) ||
             (unsigned)cfg->log_level >= NELEM(log_names)) {
@@ -318,14 +330,17 @@ int pc_config_format(const struct pc_config *cfg, char *buf, size_t len)
                 snprintf(w, sizeof(w), "auto");
         return snprintf(buf, len,
                         "mode=%s workers=%s cpus=%s placement=%s pin=%d steal_batch=%u "
-                        "steal_tiers=%s remote_steal_min=%u idle=%s idle_spin_us=%u sched=%s "
-                        "shared=%s pack=%d monitor_ms=%u seed=%" PRIu64 " sysfs_root=%s topology=%s eal_args=%s "
-                        "log=%s stats=%d runq_size=%u fiber_stack_kb=%u stall_ms=%u metrics=%s",
+                        "steal_tiers=%s remote_steal_min=%u idle=%s idle_spin_us=%u "
+                        "shared=%s sched=%s monitor_ms=%u seed=%" PRIu64 " sysfs_root=%s "
+                        "topology=%s eal_args=%s log=%s stats=%d runq_size=%u "
+                        "fiber_stack_kb=%u stall_ms=%u metrics=%s",
                         pc_mode_name(cfg->mode), w, cfg->cpus ? cfg->cpus : "affinity",
                         place_names[cfg->placement], cfg->pin, cfg->steal_batch,
                         tier_names[cfg->steal_tiers], cfg->remote_steal_min,
-                        idle_names[cfg->idle], cfg->idle_spin_us, sched_names[cfg->sched],
-                        shared_names[cfg->shared], cfg->pack,
+                        idle_names[cfg->idle], cfg->idle_spin_us,
+                        /* PERCORE_OVERPROVISIONED, as what it does to a worker. */
+                        cfg->overprovisioned ? "overprovisioned" : "off",
+                        cfg->overprovisioned ? "batch-when-roaming" : "normal",
                         cfg->monitor_ms, cfg->seed,
                         cfg->sysfs_root, topo_names[cfg->topology],
                         cfg->eal_args ? cfg->eal_args : "none", log_names[cfg->log_level],

@@ -77,38 +77,6 @@ enum pc_log_level {
  * (so an operator can change a setting without recompiling) and validates
  * the result. Strings are copied by pc_runtime_create().
  */
-/** How the kernel schedules a worker's thread (PERCORE_SCHED). */
-enum pc_sched {
-        /** SCHED_OTHER: a worker that wakes may preempt whatever runs on its
-         * CPU at once. */
-        PC_SCHED_NORMAL,
-        /** SCHED_BATCH: a worker that wakes waits until the thread running
-         * on its CPU sleeps or ends its slice, then serves everything that
-         * arrived meanwhile in one pass. For CPUs shared with other busy
-         * threads (a client on the same CPUs): fewer, longer turns for both.
-         * On CPUs of its own a worker runs the same either way. */
-        PC_SCHED_BATCH,
-        /** SCHED_BATCH while the worker roams (PERCORE_SHARED: it found its
-         * CPU shared with a busy thread), SCHED_OTHER otherwise; a thread
-         * whose policy was not SCHED_OTHER (chrt) keeps it (the default). */
-        PC_SCHED_AUTO,
-};
-
-/** Pinned workers on CPUs other threads want too (PERCORE_SHARED). */
-enum pc_shared {
-        /** A pinned worker that waited for its CPU 10 % or more of a 50 ms
-         * window (another thread runs there) may run on every CPU of the
-         * run on its NUMA node, and parks instead of spinning when idle,
-         * until the contention is gone; one alone on its CPU never moves
-         * (the default). */
-        PC_SHARED_AUTO,
-        /** Pinned workers stay pinned whatever else runs on their CPUs. */
-        PC_SHARED_OFF,
-        /** Pinned workers roam from the start (a machine known to be shared:
-         * a container, a laptop). */
-        PC_SHARED_ON,
-};
-
 struct pc_config {
         enum pc_mode mode;               /**< PERCORE_MODE */
         unsigned workers;                /**< PERCORE_WORKERS; 0 = one per usable CPU */
@@ -120,14 +88,25 @@ struct pc_config {
         unsigned remote_steal_min;       /**< PERCORE_REMOTE_STEAL_MIN */
         enum pc_idle idle;               /**< PERCORE_IDLE */
         unsigned idle_spin_us;           /**< PERCORE_IDLE_SPIN_US */
-        enum pc_sched sched;             /**< PERCORE_SCHED */
-        enum pc_shared shared;           /**< PERCORE_SHARED */
-        /** PERCORE_PACK: while workers of a node roam (PERCORE_SHARED), they
-         * leave as many whole CPUs of the run to the other threads as those
-         * use, run on the rest, and yield to each other after 0.3 ms
-         * turns there (true, the default); false: roaming workers keep
-         * every CPU. */
-        bool pack;
+        /**
+         * PERCORE_OVERPROVISIONED: the run shares its CPUs with other busy
+         * threads (a laptop, a VM shared with the load generator).
+         *
+         * false (the default): thread-per-core. Each worker stays pinned to
+         * its CPU and runs SCHED_OTHER, whatever else runs there.
+         *
+         * true: a pinned worker that keeps waiting for its CPU (another
+         * thread runs there) may run on every CPU of the run on its NUMA
+         * node, as SCHED_BATCH, parking at once when idle, until its CPU is
+         * calm again; while workers of a node roam they leave the other
+         * threads as many whole CPUs as those use and take short turns on
+         * the rest. A worker alone on its CPU never moves, nor does its
+         * work: queues, connections and shards stay where they are. A
+         * service may read the switch (pc_runtime_config()) for sharing of
+         * its own, as pc-kv lends an idle worker's shard to the others.
+         * Unpinned runs (@pin false) have nothing to roam.
+         */
+        bool overprovisioned;
         unsigned monitor_ms;             /**< PERCORE_MONITOR_MS, 0 = off */
         uint64_t seed;                   /**< PERCORE_SEED */
         const char *sysfs_root;          /**< PERCORE_SYSFS_ROOT */
@@ -158,8 +137,10 @@ void pc_config_init(struct pc_config *cfg);
  * unset leaves its field alone. Strings in @cfg then point into the
  * environment.
  *
- * Returns 0, or -EINVAL for the first bad value; @err (when not NULL)
- * receives a message naming the variable and the accepted values.
+ * Returns 0, or -EINVAL for the first bad value, or for a variable that
+ * is no longer read (PERCORE_SHARED, PERCORE_PACK, PERCORE_SCHED: the
+ * message says what replaced it); @err (when not NULL) receives a message
+ * naming the variable and the accepted values.
  * Any thread, but not concurrently with setenv().
  */
 int pc_config_from_env(struct pc_config *cfg, char *err, size_t errlen);
@@ -650,13 +631,14 @@ struct pc_worker_stats {
                               hardware thread shares its core (SMT), or it is
                               not pinned; fixed at pc_runtime_create() */
         uint64_t roams; /**< times the pinned worker, waiting for its CPU, was let
-                             run on its node's CPUs (PERCORE_SHARED); counts
+                             run on its node's CPUs (PERCORE_OVERPROVISIONED); counts
                              across runs, like the counters above */
-        bool roaming;   /**< it may run on its node's CPUs now (PERCORE_SHARED) */
+        bool roaming;   /**< it may run on its node's CPUs now
+                             (PERCORE_OVERPROVISIONED) */
         bool packed;    /**< roaming, it runs on fewer of them: the rest are left
-                             to other threads that use them (PERCORE_PACK) */
+                             to other threads that use them (PERCORE_OVERPROVISIONED) */
         uint64_t yields; /**< busy turns it ended to let a worker packed on
-                              the same CPUs run (PERCORE_PACK) */
+                              the same CPUs run (PERCORE_OVERPROVISIONED) */
 };
 
 /**

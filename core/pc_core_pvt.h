@@ -82,15 +82,6 @@ void pc__drain_begin(struct pc_worker *w);
 void pc__stall_start(struct pc_worker *w);
 void pc__stall_stop(struct pc_worker *w);
 
-/* runtime.c: make the calling thread, worker @id's, SCHED_BATCH (keeping
- * SCHED_RESET_ON_FORK); with @other_only, only one that runs SCHED_OTHER.
- * Returns the policy it had (its parameters into @was_sp), or -1 when
- * nothing changed (a failure is logged). pc__sched_restore() gives that
- * policy back (a no-op for -1). PERCORE_SCHED=batch (the whole loop) and
- * =auto (share.c, while roaming). */
-int pc__sched_batch(unsigned id, bool other_only, struct sched_param *was_sp);
-void pc__sched_restore(unsigned id, int was, const struct sched_param *was_sp);
-
 /* signals.c: while pc_runtime_stop_on_signals()'s thread takes SIGINT and
  * SIGTERM, block them in the calling thread, about to run a worker, saving
  * its mask in @old; returns whether it did. pc__signals_restore() puts
@@ -116,11 +107,11 @@ enum pc__share_move pc__share_judge(struct pc__share *s, uint64_t wait_ns, uint6
  * (in and out) marks the CPUs left to other threads; @others (may be NULL)
  * gets the CPUs the others used, in thousandths. Returns how many are
  * left now. Never leaves a CPU a pinned worker runs on, one the others use
- * less than PC_PACK_MIN thousandths of, nor every CPU. */
+ * less than a quarter of, nor every CPU. */
 unsigned pc__pack_judge(unsigned n, const uint64_t *busy, const uint64_t *mine, const bool *pinned,
                         uint64_t roam, uint64_t wall_ns, bool *left, uint64_t *others);
 /* A packed worker's turn: from the loop as it reads the clock (@now),
- * with that pass's work count @n; yields the CPU once PC_PACK_TURN_NS
+ * with that pass's work count @n; yields the CPU once a turn (0.3 ms)
  * passed since its last pass without work (or its last yield). */
 void pc__pack_turn(struct pc_worker *w, unsigned n, uint64_t now);
 /* Every node's packing state, at create (-ENOMEM) and destroy. */

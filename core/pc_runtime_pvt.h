@@ -145,28 +145,10 @@ struct pc__stall {
         uint64_t next_ns;  /* how long a stall must be for its next report */
 };
 
-/* share.c: whether a pinned worker shares its CPU (PERCORE_SHARED). Its
- * own thread only. */
-#define PC_SHARE_WINDOW_NS 50000000ull /* how often it looks: 50 ms */
-#define PC_SHARE_WAIT_HI 10            /* % of a window waited for the CPU: roam */
-#define PC_SHARE_WAIT_LO 2             /* % at most: a calm window */
-#define PC_SHARE_CALM 10               /* calm windows in a row to pin back, first */
-#define PC_SHARE_CALM_MAX 200          /* ... doubling each roam after that, up to */
-/* Packing (PERCORE_PACK), share.c: how often a node's roaming workers
- * weigh the other threads' use of their CPUs (from /proc/stat, whose
- * counts tick every 10 ms: a window of 100 ms reads a CPU's to 0.1-0.2 of
- * it, inside the slack below), and the busy turn a packed worker takes
- * before it yields. */
-#define PC_PACK_WINDOW_NS 100000000ull
-#define PC_PACK_TURN_NS 300000ull
-/* Whole CPUs the other threads use, in thousandths: one more is left to
- * them at (left + 1) * 1000 - PC_PACK_MORE, one fewer below
- * left * 1000 - PC_PACK_LESS; and a CPU takes the place of one left when
- * the others use it PC_PACK_SWAP more. */
-#define PC_PACK_MORE 300
-#define PC_PACK_LESS 500
-#define PC_PACK_SWAP 500
-#define PC_PACK_MIN 250 /* a CPU the others use less is never left to them */
+/* share.c, under PERCORE_OVERPROVISIONED: whether a pinned worker shares
+ * its CPU, looked at every PC_SHARE_WINDOW_NS (50 ms). Its own thread
+ * only. */
+#define PC_SHARE_WINDOW_NS 50000000ull
 
 struct pc__pack;
 
@@ -174,8 +156,8 @@ struct pc__share {
         int fd;           /* /proc/thread-self/schedstat; -1: not watching */
         bool roaming;     /* may run on the run's CPUs of its node */
         bool told;        /* the first roam of the run was logged */
-        int policy;       /* >= 0: PERCORE_SCHED=auto made the thread SCHED_BATCH,
-                           * and this was its policy (pc__sched_batch()) */
+        int policy;       /* >= 0: roaming made the thread SCHED_BATCH, and this
+                           * was its policy */
         unsigned calm;    /* calm windows in a row while roaming */
         unsigned calm_need;
         unsigned roams;
@@ -184,7 +166,6 @@ struct pc__share {
         unsigned pack_gen; /* the node's packing it applied (struct pc__pack) */
         unsigned slot;     /* its place in that struct's per-worker arrays */
         bool packed;       /* runs on fewer of its node's CPUs: others use the rest */
-        bool forever;      /* PERCORE_SHARED=on: roams whatever it waits */
         uint64_t turn_ns;  /* packed: its last pass without work, or last yield */
         cpu_set_t on;      /* packed: the CPUs it may run on */
 };

@@ -159,9 +159,10 @@ static const struct counter counters[] = {
           "Tries that took nothing (elastic mode)."),
         C("roams_total", roams,
           "Times the pinned worker, waiting for its CPU, was let run on its node's CPUs "
-          "(PERCORE_SHARED)."),
+          "(PERCORE_OVERPROVISIONED)."),
         C("yields_total", yields,
-          "Busy turns it ended to let a worker packed on the same CPUs run (PERCORE_PACK)."),
+          "Busy turns it ended to let a worker packed on the same CPUs run "
+          "(PERCORE_OVERPROVISIONED)."),
 };
 #undef C
 
@@ -190,12 +191,13 @@ static void worker_families(struct pc_runtime *rt, struct pc__prom *p,
                                     st[i].queue_depth);
         pc__prom_family(p, "percore_worker_roaming", "gauge",
                         "1 while the pinned worker may run on its node's CPUs, because it "
-                        "waited for its own (PERCORE_SHARED).");
+                        "waited for its own (PERCORE_OVERPROVISIONED).");
         for (int i = 0; i < n; i++)
                 pc__prom_worker_u64(p, "percore_worker_roaming", (unsigned)i, st[i].roaming);
         pc__prom_family(p, "percore_worker_packed", "gauge",
                         "1 while the roaming worker runs on fewer of its node's CPUs, the "
-                        "rest left to other threads that use them (PERCORE_PACK).");
+                        "rest left to other threads that use them "
+                        "(PERCORE_OVERPROVISIONED).");
         for (int i = 0; i < n; i++)
                 pc__prom_worker_u64(p, "percore_worker_packed", (unsigned)i, st[i].packed);
         pc__prom_family(p, "percore_worker_busy_seconds_total", "counter",

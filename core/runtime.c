@@ -203,51 +203,15 @@ static void worker_loop_guarded(struct pc_worker *w)
         pthread_cleanup_pop(0);
 }
 
-int pc__sched_batch(unsigned id, bool other_only, struct sched_param *was_sp)
-{
-        struct sched_param sp = {0};
-        int was = sched_getscheduler(0);
-
-        if (was >= 0 && other_only && (was & ~SCHED_RESET_ON_FORK) != SCHED_OTHER)
-                return -1; /* a policy someone chose (chrt): theirs */
-        if (was < 0 || sched_getparam(0, was_sp) ||
-            sched_setscheduler(0, SCHED_BATCH | (was & SCHED_RESET_ON_FORK), &sp)) {
-                pc_log(PC_LOG_WARN, "worker %u: cannot run as SCHED_BATCH: %s", id,
-                       pc_strerror(-errno));
-                return -1;
-        }
-        return was;
-}
-
-void pc__sched_restore(unsigned id, int was, const struct sched_param *was_sp)
-{
-        if (was >= 0 && sched_setscheduler(0, was, was_sp))
-                pc_log(PC_LOG_WARN, "worker %u: cannot leave SCHED_BATCH: %s", id,
-                       pc_strerror(-errno));
-}
-
-/* PERCORE_SCHED=batch: the calling thread, about to run worker @w, runs
- * SCHED_BATCH (see pc__sched_batch()). */
-static int sched_enter(const struct pc_worker *w, struct sched_param *was_sp)
-{
-        if (w->rt->cfg.sched != PC_SCHED_BATCH)
-                return -1;
-        return pc__sched_batch(w->id, false, was_sp);
-}
-
 void pc__worker_main(struct pc_worker *w)
 {
-        struct sched_param was_sp = {0};
         char name[16];
         sigset_t old;
         bool blocked = pc__signals_block(&old);
-        int was;
 
         snprintf(name, sizeof(name), "pc-worker-%u", w->id);
         pthread_setname_np(pthread_self(), name);
-        was = sched_enter(w, &was_sp);
         worker_loop_guarded(w);
-        pc__sched_restore(w->id, was, &was_sp);
         pc__signals_restore(blocked, &old);
 }
 
@@ -511,11 +475,10 @@ static void abort_start(struct pc_runtime *rt)
 
 int pc_runtime_run(struct pc_runtime *rt, pc_task_fn main_fn, void *arg)
 {
-        struct sched_param sched_sp = {0};
         struct pc_worker *w0;
         bool entered = false, sig_blocked;
         sigset_t sig_old;
-        int rc = 0, sched;
+        int rc = 0;
 
         if (rt == NULL || main_fn == NULL)
                 return -EINVAL;
@@ -563,12 +526,9 @@ int pc_runtime_run(struct pc_runtime *rt, pc_task_fn main_fn, void *arg)
                 pc_log(PC_LOG_WARN, "the load monitor thread did not start; running without");
         pc_task_init(&rt->main_task, main_fn, arg, PC_STICKY);
         pc__runq_push(&w0->rq, &rt->main_task);
-        /* Worker 0 is the calling thread: its policy comes back after. */
-        sched = sched_enter(w0, &sched_sp);
         sig_blocked = pc__signals_block(&sig_old);
         pc__worker_loop(w0);
         pc__signals_restore(sig_blocked, &sig_old);
-        pc__sched_restore(w0->id, sched, &sched_sp);
         pc__monitor_stop(rt);
 
         for (unsigned i = 1; i < rt->nworkers; i++) {

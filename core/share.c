@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Pinned workers on CPUs that other threads want too (PERCORE_SHARED).
+ * Pinned workers on CPUs that other threads want too: the overprovisioned
+ * switch (PERCORE_OVERPROVISIONED=1). Without it nothing here runs: every
+ * worker stays pinned and SCHED_OTHER, the thread-per-core contract.
  *
  * A pinned worker is the right thing on CPUs it has to itself. Beside a
  * busy thread that is not ours (a load generator on the same CPUs, a
@@ -10,41 +12,39 @@
  * get the CPU preempts the other thread. Threads that may move (Tokio's,
  * memcached's) go to the idle CPU instead.
  *
- * So each pinned worker looks, every PC_SHARE_WINDOW_NS of its own clock
- * reads, at how long its thread waited on a run queue meanwhile (the
- * second field of /proc/thread-self/schedstat, the scheduler's own run
- * delay; read with one pread). A window in which it waited
- * PC_SHARE_WAIT_HI percent of the time or more makes it roam: it may run
- * on every CPU of the run on its NUMA node (so its memory stays near) and
- * an adaptive idle parks at once instead of spinning, which would take
+ * So, under the switch, each pinned worker looks, every PC_SHARE_WINDOW_NS
+ * of its own clock reads, at how long its thread waited on a run queue
+ * meanwhile (the second field of /proc/thread-self/schedstat, the
+ * scheduler's own run delay; read with one pread). A window in which it
+ * waited SHARE_WAIT_HI percent of the time or more makes it roam: it may
+ * run on every CPU of the run on its NUMA node (so its memory stays near)
+ * and an adaptive idle parks at once instead of spinning, which would take
  * the CPU from the thread it shares. Its queues, connections and shard do
  * not move: only the thread that serves them may. It is pinned again after
- * a run of calm windows (PC_SHARE_WAIT_LO percent or less), a run that
- * doubles each time it roams again (up to PC_SHARE_CALM_MAX windows), so
- * a worker that contention keeps finding settles on roaming.
+ * a run of calm windows (SHARE_WAIT_LO percent or less), a run that
+ * doubles each time it roams again (up to SHARE_CALM_MAX windows), so a
+ * worker that contention keeps finding settles on roaming.
  *
- * While it roams, PERCORE_SCHED=auto (the default) also makes its thread
- * SCHED_BATCH: a wake-up then no longer preempts the thread it shares
- * with, and both run fewer, longer turns (batch_enter()).
+ * While it roams its thread runs SCHED_BATCH (batch_enter()): a wake-up
+ * then no longer preempts the thread it shares with, and both run fewer,
+ * longer turns.
  *
- * Roaming workers also pack (PERCORE_PACK, on by default). Every
- * PC_PACK_WINDOW_NS one of a node's roaming workers weighs how many whole
- * CPUs the other threads use there: the run's CPUs' busy time from
- * /proc/stat, less what our workers ran (their schedstat). That many are
- * left to those threads (the ones they use most, never one a pinned
- * worker is on, never all), and the roaming workers run on the rest,
- * taking PC_PACK_TURN_NS turns there before they yield to each other while
- * another of them is awake (pc__pack_turn()). Spread over every CPU, a worker and the thread it
- * shares with wait out each other's slices, milliseconds; packed, the
- * other threads have their CPUs and our workers trade the rest among
- * themselves in short turns. When the other threads use less again, the
- * CPUs come back, and with them the calm windows that pin a worker home.
+ * Roaming workers also pack. Every PACK_WINDOW_NS one of a node's roaming
+ * workers weighs how many whole CPUs the other threads use there: the
+ * run's CPUs' busy time from /proc/stat, less what our workers ran (their
+ * schedstat). That many are left to those threads (the ones they use most,
+ * never one a pinned worker is on, never all), and the roaming workers run
+ * on the rest, taking PACK_TURN_NS turns there before they yield to each
+ * other while another of them is awake (pc__pack_turn()). Spread over
+ * every CPU, a worker and the thread it shares with wait out each other's
+ * slices, milliseconds; packed, the other threads have their CPUs and our
+ * workers trade the rest among themselves in short turns. When the other
+ * threads use less again, the CPUs come back, and with them the calm
+ * windows that pin a worker home.
  *
  * A worker alone on its CPU waits a few percent at most (a kernel thread
- * now and then) and is never moved. PERCORE_SHARED=off keeps every worker
- * pinned; =on makes the pinned ones roam from the start (the
- * overprovisioned mode of other reactors, for a machine known to be
- * shared). Unpinned runs (PERCORE_PIN=0) have nothing to do here.
+ * now and then) and is never moved. Unpinned runs (PERCORE_PIN=0) have
+ * nothing to do here.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -57,6 +57,27 @@
 #include <unistd.h>
 
 #include "pc_core_pvt.h"
+
+/* Roaming. The window itself, PC_SHARE_WINDOW_NS, is the loop's to time. */
+#define SHARE_WAIT_HI 10   /* % of a window waited for the CPU: roam */
+#define SHARE_WAIT_LO 2    /* % at most: a calm window */
+#define SHARE_CALM 10      /* calm windows in a row to pin back, first */
+#define SHARE_CALM_MAX 200 /* ... doubling each roam after that, up to */
+
+/* Packing: how often a node's roaming workers weigh the other threads' use
+ * of their CPUs (from /proc/stat, whose counts tick every 10 ms: a window
+ * of 100 ms reads a CPU's to 0.1-0.2 of it, inside the slack below), and
+ * the busy turn a packed worker takes before it yields. */
+#define PACK_WINDOW_NS 100000000ull
+#define PACK_TURN_NS 300000ull
+/* Whole CPUs the other threads use, in thousandths: one more is left to
+ * them at (left + 1) * 1000 - PACK_MORE, one fewer below
+ * left * 1000 - PACK_LESS; and a CPU takes the place of one left when the
+ * others use it PACK_SWAP more. */
+#define PACK_MORE 300
+#define PACK_LESS 500
+#define PACK_SWAP 500
+#define PACK_MIN 250 /* a CPU the others use less is never left to them */
 
 /* roam_set() and pc__pin_self() put topology CPU numbers in a cpu_set_t. */
 _Static_assert(PC_MAX_CPUS <= CPU_SETSIZE, "a topology CPU number must fit a cpu_set_t");
@@ -97,17 +118,27 @@ static bool run_on(const struct pc_worker *w, const cpu_set_t *set)
         return rc == 0;
 }
 
-/* PERCORE_SCHED=auto: a roaming worker's thread runs SCHED_BATCH, so that
- * waking it does not preempt the thread it shares a CPU with; it takes
- * its turn when that thread sleeps or its slice ends, and serves what
- * arrived meanwhile in one pass (both run fewer, longer turns). A thread
- * that runs another policy (chrt) keeps it. */
+/* A roaming worker's thread runs SCHED_BATCH, so that waking it does not
+ * preempt the thread it shares a CPU with; it takes its turn when that
+ * thread sleeps or its slice ends, and serves what arrived meanwhile in
+ * one pass (both run fewer, longer turns). A thread that runs another
+ * policy (chrt) keeps it. SCHED_RESET_ON_FORK is kept as it was. */
 static void batch_enter(struct pc_worker *w)
 {
-        struct sched_param sp;
+        const struct sched_param sp = {0};
+        int was;
 
-        if (w->rt->cfg.sched == PC_SCHED_AUTO && w->share.policy < 0)
-                w->share.policy = pc__sched_batch(w->id, true, &sp);
+        if (w->share.policy >= 0)
+                return;
+        was = sched_getscheduler(0);
+        if (was < 0 || (was & ~SCHED_RESET_ON_FORK) != SCHED_OTHER)
+                return;
+        if (sched_setscheduler(0, SCHED_BATCH | (was & SCHED_RESET_ON_FORK), &sp)) {
+                pc_log(PC_LOG_WARN, "worker %u: cannot run as SCHED_BATCH: %s", w->id,
+                       pc_strerror(-errno));
+                return;
+        }
+        w->share.policy = was;
 }
 
 /* The policy batch_enter() found, back (SCHED_OTHER's only priority, 0). */
@@ -115,11 +146,13 @@ static void batch_leave(struct pc_worker *w)
 {
         const struct sched_param sp = {0};
 
-        pc__sched_restore(w->id, w->share.policy, &sp);
+        if (w->share.policy >= 0 && sched_setscheduler(0, w->share.policy, &sp))
+                pc_log(PC_LOG_WARN, "worker %u: cannot leave SCHED_BATCH: %s", w->id,
+                       pc_strerror(-errno));
         w->share.policy = -1;
 }
 
-/* --- packing (PERCORE_PACK) --------------------------------------- */
+/* --- packing ------------------------------------------------------- */
 
 struct pc__pack {
         pthread_mutex_t lock;
@@ -165,22 +198,22 @@ unsigned pc__pack_judge(unsigned n, const uint64_t *busy, const uint64_t *mine, 
         if (others)
                 *others = foreign;
         want = cur;
-        while (want + 1 < n && foreign + PC_PACK_MORE >= (uint64_t)(want + 1) * 1000)
+        while (want + 1 < n && foreign + PACK_MORE >= (uint64_t)(want + 1) * 1000)
                 want++;
-        while (want > 0 && foreign + PC_PACK_LESS < (uint64_t)want * 1000)
+        while (want > 0 && foreign + PACK_LESS < (uint64_t)want * 1000)
                 want--;
         if (want > free_cpus)
                 want = free_cpus;
         /* Each CPU's use by others: its busy time less what our workers ran
          * there (the roaming ones' share spread over the CPUs they had). A
          * CPU already left keeps its place unless another is used
-         * PC_PACK_SWAP more. */
+         * PACK_SWAP more. */
         stay = n - cur;
         for (unsigned c = 0; c < n; c++) {
                 uint64_t o = mine[c] + (left[c] || stay == 0 ? 0 : roam / stay);
 
                 f[c] = busy[c] > o ? busy[c] - o : 0;
-                score[c] = f[c] + (left[c] ? wall_ns / 1000 * PC_PACK_SWAP : 0);
+                score[c] = f[c] + (left[c] ? wall_ns / 1000 * PACK_SWAP : 0);
         }
         for (unsigned k = 0; k < want; k++) {
                 int best = -1;
@@ -188,7 +221,7 @@ unsigned pc__pack_judge(unsigned n, const uint64_t *busy, const uint64_t *mine, 
                 for (unsigned c = 0; c < n; c++)
                         if (!pinned[c] && !pick[c] && (best < 0 || score[c] > score[best]))
                                 best = (int)c; /* ties: the lower CPU */
-                if (best < 0 || f[best] < wall_ns / 1000 * PC_PACK_MIN) {
+                if (best < 0 || f[best] < wall_ns / 1000 * PACK_MIN) {
                         want = k; /* the others' use is elsewhere: not there */
                         break;
                 }
@@ -327,7 +360,7 @@ static void pack_sample(const struct pc_runtime *rt, struct pc__pack *p, uint64_
 
                 ran[k] = r < 0 ? p->ran[k] : (uint64_t)r;
         }
-        if (p->at_ns && wall <= 4 * PC_PACK_WINDOW_NS) {
+        if (p->at_ns && wall <= 4 * PACK_WINDOW_NS) {
                 for (unsigned k = 0; k < p->nw; k++) {
                         const struct pc_worker *w = rt->workers[p->wid[k]];
 
@@ -372,9 +405,7 @@ static void pack_sample(const struct pc_runtime *rt, struct pc__pack *p, uint64_
                                " CPUs of the run: its roaming workers leave them %s%s%s",
                                p->node, foreign / 1000, foreign % 1000 / 10,
                                nleft ? "CPUs " : "none", nleft ? list : "",
-                               nleft ? " and take turns on the rest (PERCORE_PACK=0 keeps "
-                                       "every CPU)"
-                                     : "");
+                               nleft ? " and take turns on the rest" : "");
                         p->told = true;
                         atomic_fetch_add_explicit(&p->gen, 1, memory_order_release);
                 }
@@ -429,11 +460,11 @@ static void pack_tick(struct pc_worker *w, uint64_t now)
 
         if (p == NULL)
                 return;
-        if (now - p->at_ns >= PC_PACK_WINDOW_NS && pthread_mutex_trylock(&p->lock) == 0) {
+        if (now - p->at_ns >= PACK_WINDOW_NS && pthread_mutex_trylock(&p->lock) == 0) {
                 /* The clock read under the lock: samples never go back. */
                 uint64_t t = pc__now();
 
-                if (p->fd >= 0 && t - p->at_ns >= PC_PACK_WINDOW_NS)
+                if (p->fd >= 0 && t - p->at_ns >= PACK_WINDOW_NS)
                         pack_sample(w->rt, p, t);
                 pthread_mutex_unlock(&p->lock);
         }
@@ -471,7 +502,7 @@ void pc__pack_turn(struct pc_worker *w, unsigned n, uint64_t now)
          * waited as long. */
         if (n == 0 || w->share.turn_ns == 0) {
                 w->share.turn_ns = now;
-        } else if (now - w->share.turn_ns >= PC_PACK_TURN_NS) {
+        } else if (now - w->share.turn_ns >= PACK_TURN_NS) {
                 if (!pack_peer_awake(w)) {
                         w->share.turn_ns = now; /* nobody of ours to let run */
                         return;
@@ -487,7 +518,7 @@ void pc__pack_turn(struct pc_worker *w, unsigned n, uint64_t now)
 
 int pc__pack_setup(struct pc_runtime *rt)
 {
-        if (!rt->cfg.pack || !rt->cfg.pin || rt->cfg.shared == PC_SHARED_OFF)
+        if (!rt->cfg.overprovisioned || !rt->cfg.pin)
                 return 0;
         rt->packs = calloc(rt->nworkers, sizeof(*rt->packs));
         if (rt->packs == NULL)
@@ -593,16 +624,12 @@ static void roam(struct pc_worker *w, uint64_t wait_ns, uint64_t wall_ns)
         if (w->share.told)
                 return;
         w->share.told = true;
-        if (wall_ns)
-                pc_log(PC_LOG_INFO,
-                       "worker %u waited for CPU %d %" PRIu64 "%% of %" PRIu64
-                       " ms (another thread runs there): it runs on CPUs %s%s while that "
-                       "lasts (PERCORE_SHARED=off keeps it pinned)",
-                       w->id, w->cpu, wait_ns * 100 / wall_ns, wall_ns / 1000000, list,
-                       w->share.policy >= 0 ? " as SCHED_BATCH" : "");
-        else
-                pc_log(PC_LOG_INFO, "worker %u runs on CPUs %s%s (PERCORE_SHARED=on)", w->id,
-                       list, w->share.policy >= 0 ? " as SCHED_BATCH" : "");
+        pc_log(PC_LOG_INFO,
+               "worker %u waited for CPU %d %" PRIu64 "%% of %" PRIu64
+               " ms (another thread runs there): it runs on CPUs %s%s while that lasts "
+               "(PERCORE_OVERPROVISIONED=1)",
+               w->id, w->cpu, wait_ns * 100 / wall_ns, wall_ns / 1000000, list,
+               w->share.policy >= 0 ? " as SCHED_BATCH" : "");
 }
 
 enum pc__share_move pc__share_judge(struct pc__share *s, uint64_t wait_ns, uint64_t wall_ns)
@@ -610,17 +637,17 @@ enum pc__share_move pc__share_judge(struct pc__share *s, uint64_t wait_ns, uint6
         if (wall_ns == 0)
                 return PC_SHARE_STAY;
         if (!s->roaming) {
-                if (wait_ns * 100 >= wall_ns * PC_SHARE_WAIT_HI) {
+                if (wait_ns * 100 >= wall_ns * SHARE_WAIT_HI) {
                         /* Every roam after the first asks a longer calm. */
                         if (s->roams++)
-                                s->calm_need = s->calm_need * 2 < PC_SHARE_CALM_MAX
+                                s->calm_need = s->calm_need * 2 < SHARE_CALM_MAX
                                                        ? s->calm_need * 2
-                                                       : PC_SHARE_CALM_MAX;
+                                                       : SHARE_CALM_MAX;
                         return PC_SHARE_ROAM;
                 }
                 return PC_SHARE_STAY;
         }
-        if (wait_ns * 100 > wall_ns * PC_SHARE_WAIT_LO) {
+        if (wait_ns * 100 > wall_ns * SHARE_WAIT_LO) {
                 s->calm = 0;
                 return PC_SHARE_STAY;
         }
@@ -636,10 +663,10 @@ void pc__share_start(struct pc_worker *w)
         cpu_set_t set;
         int64_t d;
 
-        w->share = (struct pc__share){.fd = -1, .calm_need = PC_SHARE_CALM, .policy = -1};
+        w->share = (struct pc__share){.fd = -1, .calm_need = SHARE_CALM, .policy = -1};
         atomic_store_explicit(&w->stats.roaming, 0, memory_order_relaxed);
         atomic_store_explicit(&w->stats.packed, 0, memory_order_relaxed);
-        if (!rt->cfg.pin || rt->cfg.shared == PC_SHARED_OFF || w->cpu < 0 ||
+        if (!rt->cfg.overprovisioned || !rt->cfg.pin || w->cpu < 0 ||
             roam_set(w, &set, NULL, 0) < 2)
                 return;
         if (w->pack) {
@@ -656,16 +683,10 @@ void pc__share_start(struct pc_worker *w)
                  * has a window behind it to judge. */
                 pthread_mutex_lock(&p->lock);
                 now = pc__now();
-                if (p->fd >= 0 && now - p->at_ns > 4 * PC_PACK_WINDOW_NS)
+                if (p->fd >= 0 && now - p->at_ns > 4 * PACK_WINDOW_NS)
                         pack_sample(rt, p, now);
                 pthread_mutex_unlock(&p->lock);
         }
-        /* =on roams for good, but still looks every window when it packs. */
-        w->share.forever = rt->cfg.shared == PC_SHARED_ON;
-        if (w->share.forever)
-                roam(w, 0, 0);
-        if (w->share.forever && w->pack == NULL)
-                return;
         w->share.fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
         if (w->share.fd < 0)
                 return; /* no scheduler statistics here: stays as it is */
@@ -696,10 +717,6 @@ void pc__share_check(struct pc_worker *w, uint64_t now)
         if (w->pack)
                 atomic_store_explicit(&w->pack->where[s->slot], sched_getcpu(),
                                       memory_order_relaxed);
-        if (s->forever) {
-                pack_tick(w, now);
-                return;
-        }
         switch (pc__share_judge(s, wait, wall)) {
         case PC_SHARE_ROAM:
                 roam(w, wait, wall);

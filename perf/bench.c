@@ -230,7 +230,7 @@ void bench_config(struct pc_config *cfg, const struct bench_opts *o, enum pc_mod
         /* The in-process suites time pinned workers against pinned peers
          * (the msg suite checks the CPUs each thread ran on): a worker that
          * roamed would measure something else. */
-        cfg->shared = PC_SHARED_OFF;
+        cfg->overprovisioned = false;
         cfg->log_level = PC_LOG_WARN;
 }
 

@@ -103,7 +103,7 @@ void bench_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* A runtime config for a bench run: the given mode and worker count, polling
  * idle (benchmarks measure the loop, not wake-up latency), workers that stay
- * pinned (PERCORE_SHARED=off). */
+ * pinned (not overprovisioned). */
 void bench_config(struct pc_config *cfg, const struct bench_opts *o, enum pc_mode mode);
 
 /*

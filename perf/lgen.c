@@ -359,6 +359,7 @@ int lgen_layout(const int *cpus, unsigned n, unsigned workers, bool apart,
         memset(out, 0, sizeof(*out));
         out->workers = workers;
         out->apart = apart;
+        out->overprovisioned = !apart;
         if (apart) {
                 client = n - workers < workers ? n - workers : workers;
                 if (client > LGEN_MAX_THREADS)
@@ -426,9 +427,11 @@ void lgen_place_note(const struct lgen_place *k, const char *kase, char *json,
 
         append(json, jlen,
                "%s\"%s/%u\": {\"server_cpus\": \"%s\", \"client_cpus\": \"%s\", "
-               "\"client_threads\": %u, \"conns\": %u, \"client_apart\": %s}",
+               "\"client_threads\": %u, \"conns\": %u, \"client_apart\": %s, "
+               "\"percore_overprovisioned\": %s}",
                json[0] ? ", " : "", kase, k->workers, k->server_cpus, k->client_cpus,
-               k->client_threads, k->conns, k->apart ? "true" : "false");
+               k->client_threads, k->conns, k->apart ? "true" : "false",
+               k->overprovisioned ? "true" : "false");
         cpu_ranges(k->server_cpus, server, sizeof(server));
         cpu_ranges(k->client_cpus, client, sizeof(client));
         append(text, tlen, "%s%s, %u worker%s: server CPU%s %s; client %u thread%s on ",

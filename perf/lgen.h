@@ -47,6 +47,9 @@ struct lgen_place {
         unsigned client_threads;   /* one per own CPU (apart), one per two server CPUs */
         unsigned conns;            /* LGEN_CONNS, or 32 a client thread past two */
         bool apart;                /* the client on CPUs of its own */
+        /* percore's server runs PERCORE_OVERPROVISIONED=1: the client shares
+         * its CPUs (not apart), the case that switch is for */
+        bool overprovisioned;
 };
 
 /*
@@ -69,8 +72,10 @@ int lgen_layout(const int *cpus, unsigned n, unsigned workers, bool apart,
 
 /*
  * Append case @kase's layout to @json (members of a JSON object, each
- * "KASE/WORKERS": {server and client CPUs, client threads, connections},
- * comma-separated) and to @text (a line each, for under the table):
+ * "KASE/WORKERS": {server and client CPUs, client threads, connections,
+ * whether percore runs overprovisioned}, comma-separated) and to @text (a
+ * line each, for under the table; the suite says which cases run
+ * overprovisioned in a line of its own, which keeps these short):
  * what a suite passes to bench_info() so a run on another machine says
  * what its client was. Either stops short rather than overflow its
  * @len. Pure; any thread.

@@ -16,13 +16,15 @@
  *                 of the bench, one pinned thread a worker, one recv and
  *                 one send a request.
  *
- * Cases: "shared", the client on the server's own CPUs, and "apart", the
- * client on CPUs of its own and the server on the next ones (skipped
- * where the machine has too few CPUs); each at 1 and 2 workers (or
- * --workers). The client is the bench's io_uring generator (lgen.c), the
- * same for every side, with the threads and connections lgen_place()
- * gives the case: on two CPUs one thread and 64 connections. Each run reports requests
- * per second, the client's p99 and requests per server CPU-second (the server process's
+ * Cases: "shared", the client on the server's own CPUs, pc-echo run with
+ * PERCORE_OVERPROVISIONED=1 (a line of the note under the table says so),
+ * and "apart", the client on CPUs of its own and the server on the next
+ * ones (skipped where the machine has too few CPUs), pc-echo pinned as by
+ * default; each at 1 and 2 workers (or --workers). The client is the
+ * bench's io_uring generator (lgen.c), the same for every side, with the
+ * threads and connections lgen_place() gives the case: on two CPUs one
+ * thread and 64 connections. Each run reports requests per second, the
+ * client's p99 and requests per server CPU-second (the server process's
  * user + system time over the timed part).
  *
  * Every case runs again with a second, independent client (case
@@ -156,7 +158,10 @@ static double pc_echo_run(const struct bench_opts *o, enum pc_mode mode, unsigne
                           const struct lgen_place *k, bool fibers)
 {
         char ports[16], threads[16], modev[64], cpusv[300];
-        const char *env[] = {modev, cpusv, "PERCORE_LOG=warn", NULL};
+        const char *env[] = {modev, cpusv, "PERCORE_LOG=warn",
+                             k->overprovisioned ? "PERCORE_OVERPROVISIONED=1"
+                                                : "PERCORE_OVERPROVISIONED=0",
+                             NULL};
         int port = child_free_port();
         pid_t pid;
 
@@ -273,6 +278,7 @@ int suite_echo(const struct bench_opts *o)
         unsigned counts[2] = {1, 2}, ncounts = o->workers ? 1 : 2;
         struct bench_side sides[6];
         unsigned n = 0;
+        bool over = false;
         int rc;
 
         if (o->workers)
@@ -301,6 +307,7 @@ int suite_echo(const struct bench_opts *o)
                                 eclient_now = e == 1;
                                 lgen_place_note(k, kases[e][a], json, sizeof(json), text,
                                                 sizeof(text));
+                                over |= k->overprovisioned;
                                 rc = bench_compare(o, "echo", kases[e][a],
                                                    "requests_per_sec", "req/s", false,
                                                    sides, n);
@@ -310,6 +317,10 @@ int suite_echo(const struct bench_opts *o)
                         }
                 }
         }
+        if (over)
+                snprintf(text + strlen(text), sizeof(text) - strlen(text),
+                         "\n  tcp64-shared: pc-echo runs overprovisioned "
+                         "(PERCORE_OVERPROVISIONED=1)");
         bench_info_of("echo", json,
                       "the clients in each case (perf/lgen.c; -eclient: perf/eclient.c, "
                       "a thread\n  pinned to each of the first client CPUs listed):",
@@ -318,7 +329,8 @@ int suite_echo(const struct bench_opts *o)
 }
 
 /* The fiber suite's echo case: pc-echo's two styles side by side on one
- * worker, the client on the same CPUs (the shape of echo/tcp64-shared). */
+ * worker, the client on the same CPUs (the shape of echo/tcp64-shared,
+ * overprovisioned alike: on one worker that changes nothing). */
 int echo_styles(const struct bench_opts *o, const char *suite, const char *kase)
 {
         static struct lgen_place k;

@@ -190,16 +190,22 @@ void kv_pending_fill(struct kv_sink *k, struct pending *pd, unsigned part, struc
 /* ---- shards lent while their owner sleeps ----------------------------------------------- */
 
 /*
+ * By default another worker reaches a shard only through its owner's
+ * mailbox (pc_call()), as everywhere in percore. An overprovisioned
+ * runtime (PERCORE_OVERPROVISIONED=1: CPUs shared with the clients) lends
+ * a sleeping owner's shard instead, because there the two wake-ups a call
+ * costs (the owner's, then the caller's with the reply) are turns taken
+ * from the clients, for one request.
+ *
  * A worker touches a store only while it holds that shard's token. The
- * owner takes its own back whenever it uses it (kv_shard_hold) and lets it
- * go as it parks (the poller below), so a token is free while its owner
- * sleeps or has not used its store since it woke. Another worker with a
- * request for that shard then takes the token, runs the request on the
- * owner's store itself and gives the token back, instead of a pc_call()
- * that would wake the owner and then wake the caller with the reply: two
- * wake-ups, on a machine whose CPUs are shared with the clients, for the
- * one request. The token's acquire and release order every store access
- * after the last holder's.
+ * owner takes its own back whenever it uses it (kv_shard_hold) and, when
+ * lending, lets it go as it parks (the poller below), so a token is free
+ * while its owner sleeps or has not used its store since it woke. Another
+ * worker with a request for that shard then takes the token, runs the
+ * request on the owner's store itself and gives the token back. The
+ * token's acquire and release order every store access after the last
+ * holder's. Without lending no other worker takes a token, and the owner's
+ * hold finds its own at once.
  *
  * Only a worker with no call of its own in flight borrows, so a request
  * never overtakes an earlier one from the same worker (its connections'
@@ -213,6 +219,9 @@ static struct {
 static struct {
         _Alignas(64) unsigned calls_out; /* this worker's pc_calls whose done has not run */
 } mine[PC_MAX_WORKERS];
+
+/* Set once, by kv_shard_lend_start(); read by every worker. */
+static _Alignas(64) _Atomic bool lending;
 
 static inline void relax(void)
 {
@@ -248,7 +257,7 @@ static bool shard_borrow(unsigned me, unsigned owner)
 {
         unsigned free_ = 0;
 
-        if (mine[me].calls_out ||
+        if (!atomic_load_explicit(&lending, memory_order_relaxed) || mine[me].calls_out ||
             atomic_load_explicit(&tokens[owner].holder, memory_order_relaxed) != 0)
                 return false;
         if (!atomic_compare_exchange_strong_explicit(&tokens[owner].holder, &free_, me + 1,
@@ -298,6 +307,7 @@ void kv_shard_lend_start(void)
 {
         unsigned n = pc_runtime_workers(kv_rt);
 
+        atomic_store_explicit(&lending, true, memory_order_relaxed);
         for (unsigned w = 0; w < n; w++)
                 if (pc_spawn_on(w, lend_start, NULL))
                         pc_log(PC_LOG_WARN, "pc-kv: worker %u keeps its shard", w);

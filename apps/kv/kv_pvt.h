@@ -151,7 +151,8 @@ bool kv_req_closes(const struct kv_req *r);
 void kv_shard_hold(void);
 
 /** On every worker, once: lend the shard while the worker sleeps. From
- *  the runtime's first task. */
+ *  the runtime's first task, and only when it runs overprovisioned
+ *  (PERCORE_OVERPROVISIONED=1). */
 void kv_shard_lend_start(void);
 
 /** Send what is ready, in order; calls ops->drained when nothing waits. */

@@ -50,7 +50,10 @@ int kv_tcp_start_dpdk(struct pc_port *p);
 static void kv_main(void *arg)
 {
         (void)arg;
-        kv_shard_lend_start();
+        /* Shards are lent only on CPUs shared with other busy threads
+         * (dispatch.c); otherwise other workers reach them by mailbox. */
+        if (pc_runtime_config(kv_rt)->overprovisioned)
+                kv_shard_lend_start();
 }
 
 static void usage(FILE *f)

@@ -121,8 +121,8 @@ for i in range(200):
     assert f.readline() == b"STORED\r\n"
 s.close()
 PY
-# An owner that parks lends its shard rather than take a message, so the
-# counts depend on timing; once idle, what was sent was received.
+# Requests for the other worker's keys went to it by message: once idle,
+# what was sent was received.
 s=$("$here/scrape.py" "$mport")
 total() { awk -v k="$2" 'index($1, k "{") == 1 { n += $2 } END { print n + 0 }' <<<"$1"; }
 for w in 0 1; do

@@ -3,7 +3,9 @@
 # 2; with 3 workers, keys spread over the shards, multi-get order, a cas
 # race between connections, noreply, pipelined replies in order, garbage
 # and oversized input answered with memcached's errors, the server still up;
-# the admin commands, and shutdown with -A.
+# the admin commands, and shutdown with -A. The client's session runs twice:
+# by default other workers' keys go by call alone; overprovisioned, parked
+# owners lend their shards.
 set -euo pipefail
 bin=$1
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -25,8 +27,11 @@ out=$(mktemp)
 pid=
 cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -f "$out"; }
 trap cleanup EXIT
-PERCORE_PIN=0 PERCORE_IDLE=park start_on_free_port "$out" listening "$bin" -p @PORT@ -t 3 -m 16 ||
-        { cat "$out"; fail "pc-kv did not start"; }
+# session NAME=VALUE...: pc-kv with 3 workers, parked when idle, and the
+# settings given; the whole client session against it; its totals in $out.
+session() {
+PERCORE_PIN=0 PERCORE_IDLE=park start_on_free_port "$out" listening env "$@" "$bin" -p @PORT@ \
+        -t 3 -m 16 || { cat "$out"; fail "pc-kv ($*) did not start"; }
 
 python3 - "$port" <<'PY'
 import os, random, socket, sys, time
@@ -242,11 +247,19 @@ assert got == b"".join(one(k) for k in keys[:30]) + b"END\r\n" + \
 print("client: ok")
 PY
 
-stop_pc_kv "$pid" "$out" || fail "pc-kv did not stop cleanly"
+stop_pc_kv "$pid" "$out" || fail "pc-kv ($*) did not stop cleanly"
 pid=
 grep -q "pc-kv: workers=3 " "$out" || { cat "$out"; fail "no totals at exit"; }
-# Parked owners (PERCORE_IDLE=park) lent their shards: some requests for
-# another worker's keys ran on the borrowed shard, the rest went by call.
+}
+
+# By default a shard is reached through its owner's mailbox alone.
+session
+grep -Eq " calls=[1-9][0-9]* borrowed=0$" "$out" ||
+	{ grep "pc-kv: workers" "$out"; fail "a shard was lent by default"; }
+# Overprovisioned, parked owners (PERCORE_IDLE=park) lent their shards:
+# some requests for another worker's keys ran on the borrowed shard, the
+# rest went by call.
+session PERCORE_OVERPROVISIONED=1
 grep -Eq " calls=[1-9][0-9]* borrowed=[1-9]" "$out" ||
 	{ grep "pc-kv: workers" "$out"; fail "no request both called and borrowed"; }
 

@@ -2,6 +2,7 @@
 /* Configuration: defaults, environment, validation, CPU lists, messages. */
 #include <errno.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -14,8 +15,9 @@ static const char *const all_vars[] = {
         "PERCORE_IDLE_SPIN_US", "PERCORE_MONITOR_MS",  "PERCORE_SEED",
         "PERCORE_SYSFS_ROOT",   "PERCORE_TOPOLOGY",    "PERCORE_EAL_ARGS",
         "PERCORE_LOG",          "PERCORE_STATS",       "PERCORE_STALL_MS",
-        "PERCORE_METRICS",      "PERCORE_SCHED",        "PERCORE_SHARED",
-        "PERCORE_PACK",
+        "PERCORE_METRICS",      "PERCORE_OVERPROVISIONED",
+        /* no longer read: set, each is an error */
+        "PERCORE_SCHED",        "PERCORE_SHARED",      "PERCORE_PACK",
 };
 
 static int clear_env(void **state)
@@ -37,9 +39,7 @@ static void test_defaults(void **state)
         assert_null(c.cpus);
         assert_int_equal(c.placement, PC_PLACE_COMPACT);
         assert_true(c.pin);
-        assert_int_equal(c.sched, PC_SCHED_AUTO);
-        assert_int_equal(c.shared, PC_SHARED_AUTO);
-        assert_true(c.pack);
+        assert_false(c.overprovisioned);
         assert_int_equal(c.steal_batch, 32);
         assert_int_equal(c.steal_tiers, PC_TIERS_NUMA);
         assert_int_equal(c.remote_steal_min, 4);
@@ -83,9 +83,7 @@ static void test_env_applies(void **state)
         setenv("PERCORE_STATS", "1", 1);
         setenv("PERCORE_STALL_MS", "0", 1);
         setenv("PERCORE_METRICS", "[::1]:9100", 1);
-        setenv("PERCORE_SCHED", "batch", 1);
-        setenv("PERCORE_SHARED", "on", 1);
-        setenv("PERCORE_PACK", "0", 1);
+        setenv("PERCORE_OVERPROVISIONED", "1", 1);
         assert_int_equal(pc_config_from_env(&c, err, sizeof(err)), 0);
         assert_int_equal(c.mode, PC_MODE_ELASTIC);
         assert_int_equal(c.workers, 7);
@@ -106,13 +104,11 @@ static void test_env_applies(void **state)
         assert_true(c.stats);
         assert_int_equal(c.stall_ms, 0);
         assert_string_equal(c.metrics, "[::1]:9100");
-        assert_int_equal(c.sched, PC_SCHED_BATCH);
-        assert_int_equal(c.shared, PC_SHARED_ON);
-        assert_false(c.pack);
+        assert_true(c.overprovisioned);
         assert_int_equal(pc_config_validate(&c, err, sizeof(err)), 0);
-        setenv("PERCORE_SHARED", "off", 1);
+        setenv("PERCORE_OVERPROVISIONED", "0", 1);
         assert_int_equal(pc_config_from_env(&c, err, sizeof(err)), 0);
-        assert_int_equal(c.shared, PC_SHARED_OFF);
+        assert_false(c.overprovisioned);
         clear_env(NULL);
 }
 
@@ -148,12 +144,15 @@ static void test_env_rejects_bad_values(void **state)
                 {"PERCORE_STEAL_TIERS", "tiered", "numa, flat"},
                 {"PERCORE_REMOTE_STEAL_MIN", "0", "from 1"},
                 {"PERCORE_IDLE", "sleep", "poll, park, adaptive"},
-                {"PERCORE_SCHED", "fifo", "normal, batch, auto"},
-                {"PERCORE_SCHED", "", "normal, batch, auto"},
-                {"PERCORE_SHARED", "yes", "auto, off, on"},
-                {"PERCORE_SHARED", "AUTO", "auto, off, on"},
-                {"PERCORE_PACK", "off", "0, 1"},
-                {"PERCORE_PACK", "", "0, 1"},
+                {"PERCORE_OVERPROVISIONED", "yes", "accepted values are 0, 1"},
+                {"PERCORE_OVERPROVISIONED", "on", "accepted values are 0, 1"},
+                {"PERCORE_OVERPROVISIONED", "", "accepted values are 0, 1"},
+                /* Gone, whatever their value: the message says what to set. */
+                {"PERCORE_SHARED", "off", "PERCORE_OVERPROVISIONED=1"},
+                {"PERCORE_SHARED", "auto", "no longer supported"},
+                {"PERCORE_PACK", "1", "PERCORE_OVERPROVISIONED=1"},
+                {"PERCORE_SCHED", "normal", "PERCORE_OVERPROVISIONED=1"},
+                {"PERCORE_SCHED", "batch", "no longer supported"},
                 {"PERCORE_IDLE_SPIN_US", "1.5", "integer"},
                 {"PERCORE_MONITOR_MS", "-5", "integer"},
                 {"PERCORE_SEED", "0x10", "integer"},
@@ -300,56 +299,95 @@ static void test_validate_program_values(void **state)
         c.stall_ms = 3600001;
         assert_int_equal(pc_config_validate(&c, err, sizeof(err)), -EINVAL);
         assert_non_null(strstr(err, "stall_ms"));
-        pc_config_init(&c);
-        c.sched = (enum pc_sched)3;
-        assert_int_equal(pc_config_validate(&c, err, sizeof(err)), -EINVAL);
-        pc_config_init(&c);
-        c.shared = (enum pc_shared)3;
-        assert_int_equal(pc_config_validate(&c, err, sizeof(err)), -EINVAL);
 }
 
-/* PERCORE_SCHED=batch: every worker's thread runs as SCHED_BATCH while the
- * runtime runs, and the thread that called run (worker 0) gets its own
- * policy back after. */
-static _Atomic int policy_seen[2];
-static struct pc_runtime *policy_rt;
+/* Run pc_runtime_create(NULL) with stderr going to @log. */
+static int create_logged(struct pc_runtime **rt, char *log, size_t len)
+{
+        FILE *cap = tmpfile();
+        int saved, rc;
+        size_t n;
 
-static void policy_leaf(void *arg)
+        assert_non_null(cap);
+        fflush(stderr);
+        saved = dup(STDERR_FILENO);
+        dup2(fileno(cap), STDERR_FILENO);
+        rc = pc_runtime_create(NULL, rt);
+        dup2(saved, STDERR_FILENO);
+        close(saved);
+        rewind(cap);
+        n = fread(log, 1, len - 1, cap);
+        log[n] = '\0';
+        fclose(cap);
+        return rc;
+}
+
+/* What each worker's thread saw as its task ran. */
+static struct {
+        _Atomic int ncpus;  /* CPUs it may run on */
+        _Atomic int cpu;    /* the one of them, when one */
+        _Atomic int policy; /* its scheduling policy + 1 */
+} seen[PC_MAX_WORKERS];
+static _Atomic unsigned seen_left;
+static struct pc_runtime *seen_rt;
+
+static void look(void *arg)
+{
+        unsigned me = (unsigned)pc_worker_id();
+        cpu_set_t m;
+
+        (void)arg;
+        if (sched_getaffinity(0, sizeof(m), &m) == 0) {
+                seen[me].ncpus = CPU_COUNT(&m);
+                for (int c = 0; c < CPU_SETSIZE; c++)
+                        if (CPU_ISSET(c, &m))
+                                seen[me].cpu = c;
+        }
+        seen[me].policy = sched_getscheduler(0) + 1;
+        if (atomic_fetch_sub(&seen_left, 1) == 1)
+                pc_runtime_stop(seen_rt);
+}
+
+static void look_everywhere(void *arg)
 {
         (void)arg;
-        policy_seen[1] = sched_getscheduler(0) + 1;
-        pc_runtime_stop(policy_rt);
+        for (unsigned w = 1; w < pc_runtime_workers(seen_rt); w++)
+                assert_int_equal(pc_spawn_on(w, look, NULL), 0);
+        look(NULL);
 }
 
-static void policy_main(void *arg)
+/* With no PERCORE_* set, the thread-per-core contract: every worker runs
+ * pinned to its own CPU and SCHED_OTHER (the policy of the thread that
+ * started it), and the logged configuration says so. */
+static void test_defaults_keep_tpc(void **state)
 {
-        (void)arg;
-        policy_seen[0] = sched_getscheduler(0) + 1;
-        assert_int_equal(pc_spawn_on(1, policy_leaf, NULL), 0);
-}
-
-static void test_sched_batch(void **state)
-{
-        struct pc_runtime *rt;
-        struct pc_config c;
         int before = sched_getscheduler(0);
+        struct pc_runtime *rt = NULL;
+        char log[4096];
+        unsigned n;
 
         (void)state;
-        for (int batch = 0; batch <= 1; batch++) {
-                pc_config_init(&c);
-                c.workers = 2;
-                c.pin = false;
-                c.log_level = PC_LOG_WARN;
-                c.sched = batch ? PC_SCHED_BATCH : PC_SCHED_NORMAL;
-                policy_seen[0] = policy_seen[1] = 0;
-                assert_int_equal(pc_runtime_create(&c, &rt), 0);
-                policy_rt = rt;
-                assert_int_equal(pc_runtime_run(rt, policy_main, NULL), 0);
-                pc_runtime_destroy(rt);
-                for (int w = 0; w < 2; w++)
-                        assert_int_equal(policy_seen[w] - 1, batch ? SCHED_BATCH : before);
-                assert_int_equal(sched_getscheduler(0), before);
+        assert_int_equal(create_logged(&rt, log, sizeof(log)), 0);
+        assert_non_null(strstr(log, " shared=off sched=normal "));
+        n = pc_runtime_workers(rt);
+        memset(seen, 0, sizeof(seen));
+        seen_left = n;
+        seen_rt = rt;
+        assert_int_equal(pc_runtime_run(rt, look_everywhere, NULL), 0);
+        for (unsigned w = 0; w < n; w++) {
+                assert_int_equal(seen[w].ncpus, 1);
+                assert_int_equal(seen[w].cpu, pc_runtime_worker_cpu(rt, w));
+                assert_int_equal(seen[w].policy - 1, before);
         }
+        pc_runtime_destroy(rt);
+
+        /* The switch, logged the same way. */
+        setenv("PERCORE_OVERPROVISIONED", "1", 1);
+        assert_int_equal(create_logged(&rt, log, sizeof(log)), 0);
+        assert_non_null(strstr(log, " shared=overprovisioned sched=batch-when-roaming "));
+        assert_true(pc_runtime_config(rt)->overprovisioned);
+        pc_runtime_destroy(rt);
+        clear_env(NULL);
 }
 
 static void test_format_one_line(void **state)
@@ -364,8 +402,7 @@ static void test_format_one_line(void **state)
         assert_non_null(strstr(buf, "mode=tpc"));
         assert_non_null(strstr(buf, "workers=4"));
         assert_non_null(strstr(buf, "idle=adaptive"));
-        assert_non_null(strstr(buf, "sched=auto"));
-        assert_non_null(strstr(buf, "shared=auto"));
+        assert_non_null(strstr(buf, " shared=off sched=normal "));
         assert_non_null(strstr(buf, "stall_ms=100"));
         assert_non_null(strstr(buf, "metrics=off"));
         assert_null(strchr(buf, '\n'));
@@ -469,7 +506,7 @@ int main(void)
                 cmocka_unit_test_setup(test_workers_vs_cpus, clear_env),
                 cmocka_unit_test_setup(test_validate_program_values, clear_env),
                 cmocka_unit_test_setup(test_format_one_line, clear_env),
-                cmocka_unit_test_setup(test_sched_batch, clear_env),
+                cmocka_unit_test_setup(test_defaults_keep_tpc, clear_env),
                 cmocka_unit_test_setup(test_cpulist, clear_env),
                 cmocka_unit_test_setup(test_topo_messages, clear_env),
                 cmocka_unit_test_setup(test_strerror, clear_env),

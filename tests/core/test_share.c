@@ -1,19 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * PERCORE_SHARED: a pinned worker that waits for its CPU roams over its
- * node's CPUs of the run, and is pinned again after calm windows.
+ * PERCORE_OVERPROVISIONED: a pinned worker that waits for its CPU roams
+ * over its node's CPUs of the run, as SCHED_BATCH, and is pinned again
+ * after calm windows; without the switch it never moves.
  *
  * The decision (pc__share_judge) is checked on its own with made-up
- * windows. The runs check what a worker's thread is allowed: =on roams
- * from the start, =off never, and =auto roams once a thread of ours spins
- * on the same CPU while the worker has work (the scheduler then makes the
- * worker wait about half of each window: far above the threshold, on any
- * machine; the test waits for the outcome, never for a time).
+ * windows. The runs check what a worker's thread is allowed while a thread
+ * of ours spins on its CPU and the worker has work (the scheduler then
+ * makes the worker wait about half of each window: far above the
+ * threshold, on any machine; the test waits for the outcome, never for a
+ * time): by default it stays pinned and SCHED_OTHER, overprovisioned it
+ * roams.
  *
- * Packing (PERCORE_PACK): its judge (pc__pack_judge) with made-up
- * windows, and a run where a thread spinning on worker 1's CPU makes it
- * roam, then pack onto the other CPU (leaving the spinning one's), take
- * short turns there, and get the CPU back when the spinning stops.
+ * Packing: its judge (pc__pack_judge) with made-up windows, and runs where
+ * a thread spinning on worker 1's CPU makes it roam, then pack onto the
+ * other CPU (leaving the spinning one's), take short turns there, and get
+ * the CPU back when the spinning stops.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,10 +32,14 @@
 #include "pc_core_pvt.h"
 
 #define MS 1000000ull
+/* share.c's: calm windows that first pin a roaming worker back, and the
+ * most that count doubles to. */
+#define CALM 10
+#define CALM_MAX 200
 
 static void test_judge(void **state)
 {
-        struct pc__share s = {.fd = -1, .calm_need = PC_SHARE_CALM};
+        struct pc__share s = {.fd = -1, .calm_need = CALM};
         unsigned need;
 
         (void)state;
@@ -42,28 +48,28 @@ static void test_judge(void **state)
         assert_int_equal(pc__share_judge(&s, 0, 0), PC_SHARE_STAY);
         assert_int_equal(pc__share_judge(&s, 5 * MS, 50 * MS), PC_SHARE_ROAM);
         s.roaming = true; /* what pc__share_check() does on ROAM */
-        /* Roaming: PC_SHARE_CALM calm windows in a row pin it back; one
-         * window above PC_SHARE_WAIT_LO starts the count again. */
-        for (unsigned i = 0; i + 1 < PC_SHARE_CALM; i++)
+        /* Roaming: CALM calm windows (2 % or less) in a row pin it back;
+         * one window above starts the count again. */
+        for (unsigned i = 0; i + 1 < CALM; i++)
                 assert_int_equal(pc__share_judge(&s, 1 * MS, 50 * MS), PC_SHARE_STAY);
         assert_int_equal(pc__share_judge(&s, 2 * MS, 50 * MS), PC_SHARE_STAY); /* 4 % */
-        for (unsigned i = 0; i + 1 < PC_SHARE_CALM; i++)
+        for (unsigned i = 0; i + 1 < CALM; i++)
                 assert_int_equal(pc__share_judge(&s, 1 * MS, 50 * MS), PC_SHARE_STAY);
         assert_int_equal(pc__share_judge(&s, 1 * MS, 50 * MS), PC_SHARE_PIN);
         s.roaming = false;
         /* Each roam after the first asks twice the calm, up to the cap. */
-        need = PC_SHARE_CALM;
+        need = CALM;
         for (int round = 0; round < 8; round++) {
                 assert_int_equal(pc__share_judge(&s, 40 * MS, 50 * MS), PC_SHARE_ROAM);
                 s.roaming = true;
-                need = need * 2 < PC_SHARE_CALM_MAX ? need * 2 : PC_SHARE_CALM_MAX;
+                need = need * 2 < CALM_MAX ? need * 2 : CALM_MAX;
                 assert_int_equal(s.calm_need, need);
                 for (unsigned i = 0; i + 1 < need; i++)
                         assert_int_equal(pc__share_judge(&s, 0, 50 * MS), PC_SHARE_STAY);
                 assert_int_equal(pc__share_judge(&s, 0, 50 * MS), PC_SHARE_PIN);
                 s.roaming = false;
         }
-        assert_int_equal(s.calm_need, PC_SHARE_CALM_MAX);
+        assert_int_equal(s.calm_need, CALM_MAX);
 }
 
 #define W (100 * MS) /* a packing window */
@@ -105,12 +111,12 @@ static void test_pack_judge_two(void **state)
          * 1): it stays so, and 0.6 of a CPU keeps it (slack). */
         judge(2, (double[]){0.9, 1.0}, (double[]){0, 0.95}, NULL, 0, left, 1, "10");
         judge(2, (double[]){0.6, 1.0}, (double[]){0, 1.0}, NULL, 0, left, 1, "10");
-        /* Some of the client's use moved to CPU 1, less than PC_PACK_SWAP
+        /* Some of the client's use moved to CPU 1, less than half a CPU
          * more than on CPU 0: the CPU left stays; ... */
         judge(2, (double[]){0.5, 1.0}, (double[]){0, 0.3}, NULL, 0, left, 1, "10");
         /* ... more than that, and CPU 1 is the one left. */
         judge(2, (double[]){0.1, 1.0}, NULL, NULL, 0, left, 1, "01");
-        /* Under PC_PACK_LESS below one CPU, the CPU comes back. */
+        /* Half a CPU below one, the CPU comes back. */
         judge(2, (double[]){0.9, 0.4}, (double[]){0.9, 0}, NULL, 0, left, 0, "00");
         /* Not packed, 0.6 CPU of others is not enough to start. */
         judge(2, (double[]){0.8, 0.8}, NULL, NULL, 1.0, left, 0, "00");
@@ -232,7 +238,7 @@ static int64_t my_wait(void)
 
 /* On worker 1: note its CPUs; with a hog, spawn itself again (the worker
  * stays runnable, so the hog makes it wait) until it roams, or until it
- * has waited 10 windows' worth (PERCORE_SHARED=off: it had every chance). */
+ * has waited 10 windows' worth (not overprovisioned: it had every chance). */
 static void on_w1(void *arg)
 {
         struct pc_worker_stats st[2];
@@ -285,8 +291,9 @@ static void *hog(void *arg)
         return NULL;
 }
 
-static void run_shared_as(enum pc_shared mode, enum pc_sched sched, bool with_hog,
-                          struct pc_worker_stats st[2])
+/* Two pinned workers, overprovisioned or not, with or without a thread
+ * spinning on worker 1's CPU; their counters after into @st. */
+static void run_shared(bool overprovisioned, bool with_hog, struct pc_worker_stats st[2])
 {
         int policy = sched_getscheduler(0);
         struct pc_config c;
@@ -300,9 +307,7 @@ static void run_shared_as(enum pc_shared mode, enum pc_sched sched, bool with_ho
         pc_config_init(&c);
         c.workers = 2;
         c.cpus = cpus;
-        c.pin = true;
-        c.shared = mode;
-        c.sched = sched;
+        c.overprovisioned = overprovisioned;
         c.log_level = PC_LOG_WARN;
         memset(&R, 0, sizeof(R));
         R.hog = with_hog;
@@ -324,79 +329,45 @@ static void run_shared_as(enum pc_shared mode, enum pc_sched sched, bool with_ho
         pc_runtime_destroy(R.rt);
 }
 
-/* The default PERCORE_SCHED (auto). */
-static void run_shared(enum pc_shared mode, bool with_hog, struct pc_worker_stats st[2])
-{
-        struct pc_config c;
-
-        pc_config_init(&c);
-        run_shared_as(mode, c.sched, with_hog, st);
-}
-
-static void test_on_roams(void **state)
-{
-        struct pc_worker_stats st[2];
-
-        (void)state;
-        run_shared(PC_SHARED_ON, false, st);
-        assert_true(R.roamed0);
-        assert_true(R.roamed);
-        assert_int_equal(R.allowed[0], 2);
-        assert_int_equal(R.allowed[1], 2);
-        /* PERCORE_SCHED=auto: SCHED_BATCH while roaming. */
-        assert_int_equal(R.policy[0], SCHED_BATCH);
-        assert_int_equal(R.policy[1], SCHED_BATCH);
-        for (int w = 0; w < 2; w++) {
-                assert_false(st[w].roaming); /* pinned back as the run ended */
-                assert_int_equal(st[w].roams, 1);
-        }
-}
-
-/* PERCORE_SCHED=normal: roaming leaves the policy alone. */
-static void test_on_roams_normal(void **state)
+/* The default: a worker beside a busy thread stays pinned to its CPU and
+ * keeps its scheduling policy (SCHED_OTHER), however long it waits. */
+static void test_default_stays_pinned(void **state)
 {
         struct pc_worker_stats st[2];
         int policy = sched_getscheduler(0);
 
         (void)state;
-        run_shared_as(PC_SHARED_ON, PC_SCHED_NORMAL, false, st);
-        assert_true(R.roamed0);
-        assert_true(R.roamed);
-        assert_int_equal(R.policy[0], policy);
-        assert_int_equal(R.policy[1], policy);
-}
-
-static void test_off_stays(void **state)
-{
-        struct pc_worker_stats st[2];
-        int policy = sched_getscheduler(0);
-
-        (void)state;
-        run_shared(PC_SHARED_OFF, true, st);
+        run_shared(false, true, st);
         assert_false(R.roamed0);
         assert_false(R.roamed);
         assert_int_equal(R.allowed[0], 1);
         assert_int_equal(R.allowed[1], 1);
-        /* Pinned, PERCORE_SCHED=auto changes nothing. */
         assert_int_equal(R.policy[0], policy);
         assert_int_equal(R.policy[1], policy);
         assert_int_equal(st[1].roams, 0);
 }
 
-static void test_auto_roams_beside_a_busy_thread(void **state)
+/* Overprovisioned: the worker beside the busy thread roams as SCHED_BATCH;
+ * the one alone on its CPU stays as it was. */
+static void test_overprovisioned_roams_beside_a_busy_thread(void **state)
 {
         struct pc_worker_stats st[2];
+        int policy = sched_getscheduler(0);
         int fd = open("/proc/thread-self/schedstat", O_RDONLY);
 
         (void)state;
         if (fd < 0)
                 skip(); /* a kernel without scheduler statistics: stays pinned */
         close(fd);
-        run_shared(PC_SHARED_AUTO, true, st);
+        run_shared(true, true, st);
+        assert_false(R.roamed0);
+        assert_int_equal(R.allowed[0], 1);
+        assert_int_equal(R.policy[0], policy);
         assert_true(R.roamed);
         assert_int_equal(R.allowed[1], 2);
         assert_int_equal(R.policy[1], SCHED_BATCH);
         assert_true(st[1].roams >= 1);
+        assert_false(st[1].roaming); /* pinned back as the run ended */
 }
 
 /* On worker 1, beside a thread spinning on its CPU: stays busy (spawns
@@ -470,7 +441,7 @@ static void pack_run(struct pc_config *c, void (*fn)(void *), struct pc_worker_s
         pc_runtime_destroy(R.rt);
 }
 
-static void test_auto_packs_beside_a_busy_thread(void **state)
+static void test_overprovisioned_packs_beside_a_busy_thread(void **state)
 {
         struct pc_worker_stats st[2];
         struct pc_config c;
@@ -481,8 +452,8 @@ static void test_auto_packs_beside_a_busy_thread(void **state)
         if (!pack_runs_here(cpus, sizeof(cpus)))
                 skip();
         pc_config_init(&c);
-        assert_true(c.pack); /* the default */
         c.cpus = cpus;
+        c.overprovisioned = true;
         memset(&R, 0, sizeof(R));
         pack_run(&c, on_pack0, st, cpu);
         /* Packed: roaming, on worker 0's CPU alone, the spinning thread's
@@ -499,11 +470,12 @@ static void test_auto_packs_beside_a_busy_thread(void **state)
         assert_false(st[0].packed);
 }
 
-/* PERCORE_SHARED=on, both workers busy beside the spinning thread: both
- * roam from the start, both look at the node's packing (whoever comes
- * first judges), and both end up on worker 0's CPU: where each worker
- * ran tells the judge which CPU the spinning thread uses. Both busy
- * there, each yields its turns to the other. */
+/* Overprovisioned, both workers busy beside the thread spinning on worker
+ * 1's CPU: worker 1 roams and packs onto worker 0's CPU, where worker 0
+ * then waits for it and roams too; both look at the node's packing
+ * (whoever comes first judges), and both end up on worker 0's CPU: where
+ * each worker ran tells the judge which CPU the spinning thread uses.
+ * Both busy there, each yields its turns to the other. */
 static _Atomic int both_seen[2];
 static cpu_set_t both_on[2];
 
@@ -540,7 +512,7 @@ static void on_both0(void *arg)
         on_both((void *)(intptr_t)0);
 }
 
-static void test_on_packs_both(void **state)
+static void test_overprovisioned_packs_both(void **state)
 {
         struct pc_worker_stats st[2];
         struct pc_config c;
@@ -552,7 +524,7 @@ static void test_on_packs_both(void **state)
                 skip();
         pc_config_init(&c);
         c.cpus = cpus;
-        c.shared = PC_SHARED_ON;
+        c.overprovisioned = true;
         memset(&R, 0, sizeof(R));
         atomic_store(&both_seen[0], 0);
         atomic_store(&both_seen[1], 0);
@@ -567,8 +539,8 @@ static void test_on_packs_both(void **state)
         }
 }
 
-/* PERCORE_PACK=0: roaming workers keep every CPU; nothing is set up. */
-static void test_pack_off(void **state)
+/* The node's packing is set up for pinned overprovisioned runs alone. */
+static void test_pack_setup(void **state)
 {
         struct pc_config c;
         struct pc_runtime *rt;
@@ -582,16 +554,15 @@ static void test_pack_off(void **state)
         c.cpus = cpus;
         c.log_level = PC_LOG_WARN;
         assert_int_equal(pc_runtime_create(&c, &rt), 0);
-        assert_non_null(rt->workers[0]->pack);
-        assert_ptr_equal(rt->workers[0]->pack, rt->workers[1]->pack); /* one node */
-        pc_runtime_destroy(rt);
-        c.pack = false;
-        assert_int_equal(pc_runtime_create(&c, &rt), 0);
         assert_null(rt->workers[0]->pack);
         assert_null(rt->workers[1]->pack);
         pc_runtime_destroy(rt);
-        c.pack = true;
-        c.shared = PC_SHARED_OFF;
+        c.overprovisioned = true;
+        assert_int_equal(pc_runtime_create(&c, &rt), 0);
+        assert_non_null(rt->workers[0]->pack);
+        assert_ptr_equal(rt->workers[0]->pack, rt->workers[1]->pack); /* one node */
+        pc_runtime_destroy(rt);
+        c.pin = false;
         assert_int_equal(pc_runtime_create(&c, &rt), 0);
         assert_null(rt->workers[0]->pack);
         pc_runtime_destroy(rt);
@@ -601,16 +572,14 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_judge),
-                cmocka_unit_test(test_on_roams),
-                cmocka_unit_test(test_on_roams_normal),
-                cmocka_unit_test(test_off_stays),
-                cmocka_unit_test(test_auto_roams_beside_a_busy_thread),
+                cmocka_unit_test(test_default_stays_pinned),
+                cmocka_unit_test(test_overprovisioned_roams_beside_a_busy_thread),
                 cmocka_unit_test(test_pack_judge_two),
                 cmocka_unit_test(test_pack_judge_pinned),
                 cmocka_unit_test(test_pack_judge_four),
-                cmocka_unit_test(test_auto_packs_beside_a_busy_thread),
-                cmocka_unit_test(test_on_packs_both),
-                cmocka_unit_test(test_pack_off),
+                cmocka_unit_test(test_overprovisioned_packs_beside_a_busy_thread),
+                cmocka_unit_test(test_overprovisioned_packs_both),
+                cmocka_unit_test(test_pack_setup),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

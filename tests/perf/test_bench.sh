@@ -366,6 +366,10 @@ if suite in ("echo", "kv") and rows:
                     isinstance(p.get("client_apart"), bool) and p.get("server_cpus") and
                     p.get("client_cpus")):
                 bad.append(f"info.{suite}.{case} incomplete: {p}")
+            # percore runs overprovisioned exactly where the client shares its CPUs.
+            elif (not isinstance(p.get("percore_overprovisioned"), bool) or
+                  p["percore_overprovisioned"] == p["client_apart"]):
+                bad.append(f"info.{suite}.{case}: percore_overprovisioned wrong: {p}")
 
 for b in bad:
     print("FAIL json:", b)
@@ -384,6 +388,15 @@ elif ! grep -q "^$suite/" "$tmp/out" || ! grep -q '^metrics:' "$tmp/out"; then
 else
 	widest=$(awk '{ if (length > n) n = length } END { print n }' "$tmp/out")
 	echo "ok table: $(wc -l <"$tmp/out") lines, the longest $widest columns"
+fi
+
+# echo and kv: the note says which cases percore runs overprovisioned.
+if [ "$suite" = echo ] || [ "$suite" = kv ]; then
+	if grep -q "^$suite/.*shared" "$tmp/out" &&
+		! grep -q "shared.*(PERCORE_OVERPROVISIONED=1)" "$tmp/out"; then
+		echo "FAIL table: shared cases but no note naming PERCORE_OVERPROVISIONED=1"
+		fail=1
+	fi
 fi
 
 if [ "$have_gnuplot" = 1 ]; then

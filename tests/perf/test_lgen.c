@@ -97,12 +97,18 @@ static void test_place_note(void **state)
         assert_int_equal(lgen_layout(sparse, 5, 2, false, &q), 0);
         lgen_place_note(&p, "apart", json, sizeof(json), text, sizeof(text));
         lgen_place_note(&q, "shared", json, sizeof(json), text, sizeof(text));
+        /* The shared case names the switch percore runs it with. */
+        assert_false(p.overprovisioned);
+        assert_true(q.overprovisioned);
         assert_string_equal(json, "\"apart/8\": {\"server_cpus\": \"8,9,10,11,12,13,14,15\", "
                                   "\"client_cpus\": \"0,1,2,3,4,5,6,7\", "
                                   "\"client_threads\": 8, \"conns\": 256, "
-                                  "\"client_apart\": true}, \"shared/2\": {\"server_cpus\": "
+                                  "\"client_apart\": true, "
+                                  "\"percore_overprovisioned\": false}, "
+                                  "\"shared/2\": {\"server_cpus\": "
                                   "\"1,3\", \"client_cpus\": \"1,3\", \"client_threads\": 1, "
-                                  "\"conns\": 64, \"client_apart\": false}");
+                                  "\"conns\": 64, \"client_apart\": false, "
+                                  "\"percore_overprovisioned\": true}");
         assert_string_equal(text,
                             "apart, 8 workers: server CPUs 8-15; client 8 threads on "
                             "its own CPUs 0-7, 256 connections\n  shared, 2 workers: "
