@@ -108,7 +108,7 @@ static void usage(FILE *f)
                 "  -U PORT         UDP port (default 0 = no UDP)\n"
                 "  -t N            workers (default: PERCORE_WORKERS or one per CPU)\n"
                 "  --fibers        serve TCP blocking-style: a fiber per connection reading\n"
-                "                  and writing (pc_tcp_serve), instead of callbacks\n"
+                "                  and writing (pc_tcp_serve_kernel), instead of callbacks\n"
                 "  --duration S    seconds (default: until a signal)\n"
                 "Other settings: PERCORE_* variables (see README).\n");
 }
@@ -273,15 +273,15 @@ int main(int argc, char **argv)
                 struct pc_tcp_listener *l;
 
                 if (tcp_port && fibers)
-                        rc = pc_tcp_serve(rt, addr, (uint16_t)tcp_port, tcp_fiber, NULL, &l);
+                        rc = pc_tcp_serve_kernel(rt, addr, (uint16_t)tcp_port, tcp_fiber, NULL, &l);
                 else if (tcp_port)
-                        rc = pc_tcp_listen(rt, addr, (uint16_t)tcp_port, &tcp_cb, NULL, &l);
+                        rc = pc_tcp_listen_kernel(rt, addr, (uint16_t)tcp_port, &tcp_cb, NULL, &l);
                 if (tcp_port && rc) {
                         fprintf(stderr, "pc-echo: TCP %s:%lu: %s\n", addr, tcp_port,
                                 pc_strerror(rc));
                         goto fail;
                 }
-                if (udp_port && (rc = pc_udp_ep_kernel(&udp_ep, rt, addr, (uint16_t)udp_port,
+                if (udp_port && (rc = pc_udp_ep_bind_kernel(&udp_ep, rt, addr, (uint16_t)udp_port,
                                                        udp_echo, NULL))) {
                         fprintf(stderr, "pc-echo: UDP %s:%lu: %s\n", addr, udp_port,
                                 pc_strerror(rc));
@@ -300,7 +300,7 @@ int main(int argc, char **argv)
                 if (rc == 0 && prefix)
                         rc = pc_port_set_route(p, prefix, ntohl(gw.s_addr));
                 if (rc == 0 && udp_port)
-                        rc = pc_udp_ep_dpdk(&udp_ep, p, (uint16_t)udp_port, udp_echo, NULL);
+                        rc = pc_udp_ep_bind_dpdk(&udp_ep, p, (uint16_t)udp_port, udp_echo, NULL);
                 if (rc == 0 && tcp_port && fibers)
                         rc = pc_tcp_serve_dpdk(p, (uint16_t)tcp_port, tcp_fiber, NULL, &l);
                 else if (rc == 0 && tcp_port)

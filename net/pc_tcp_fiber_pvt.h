@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Private to the network backends: blocking-style TCP (pc_tcp_serve(),
+ * Private to the network backends: blocking-style TCP (pc_tcp_serve_kernel(),
  * pc_tcp_serve_dpdk(), pc_conn_read(), pc_conn_write()) over a backend's
  * callbacks, written once in net/tcp_fiber.c. A backend embeds a struct
  * pc__fconn in its connection and hands the service a struct

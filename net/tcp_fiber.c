@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Blocking-style TCP (pc_tcp_serve(), pc_tcp_serve_dpdk(), pc_conn_read(),
+ * Blocking-style TCP (pc_tcp_serve_kernel(), pc_tcp_serve_dpdk(), pc_conn_read(),
  * pc_conn_write()) on either backend's callbacks. Each accepted
  * connection gets a sticky fiber on its worker; its callbacks are ours:
  *

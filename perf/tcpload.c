@@ -176,7 +176,7 @@ static void start_worker(void *arg)
                                                  NULL);
                 else
 #endif
-                        rc = pc_tcp_connect(server, (uint16_t)server_port, &cb, k, NULL);
+                        rc = pc_tcp_connect_kernel(server, (uint16_t)server_port, &cb, k, NULL);
                 if (rc)
                         FAIL("connect to %s:%lu: %s", server, server_port, pc_strerror(rc));
         }

@@ -676,7 +676,7 @@ static void knet_metrics(struct pc_runtime *rt, struct pc__prom *p, void *arg)
                 F("sends_total", "counter", sends,
                   "Send operations handed to the kernel (one per connection per pass)."),
                 F("read_paused_total", "counter", read_paused,
-                  "Times reading a pc_tcp_serve() connection paused: its handler had not read."),
+                  "Times reading a pc_tcp_serve_kernel() connection paused: its handler had not read."),
                 F("udp_received_total", "counter", udp_rx, "UDP datagrams received."),
                 F("udp_sent_total", "counter", udp_tx, "UDP datagrams sent."),
                 F("udp_drops_total", "counter", udp_drops,

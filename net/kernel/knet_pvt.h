@@ -84,7 +84,7 @@ struct pc_tcp_listener {
         struct pc__listener_base base; /* first: pc_net's dispatch (tcp_api.c) */
         const struct pc_tcp_callbacks *cb;
         void *arg;
-        void *serve; /* pc_tcp_serve()'s record (the callbacks' @arg), or NULL */
+        void *serve; /* pc_tcp_serve_kernel()'s record (the callbacks' @arg), or NULL */
         struct knet *k;
         /* pc_tcp_listener_close() shut every socket (SHUT_RD, which ends
          * the armed accepts): each worker may close its own now. */

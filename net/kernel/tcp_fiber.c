@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The kernel backend's side of blocking-style TCP (pc_tcp_serve,
+ * The kernel backend's side of blocking-style TCP (pc_tcp_serve_kernel,
  * pc_conn_read, pc_conn_write): the hooks net/tcp_fiber.c serves a
  * connection of tcp.c's through. Delivery pauses by stopping the
  * connection's receive (pc__conn_input_pause) while the handler leaves

@@ -234,7 +234,7 @@ static void start_tick(void *arg)
 }
 
 /* Worker 0, just woken by its timer: the task for worker 1. */
-static void send(struct pc_timer *t, void *arg)
+static void send_late(struct pc_timer *t, void *arg)
 {
         (void)t;
         (void)arg;
@@ -279,7 +279,7 @@ static void *grow_driver(void *arg)
 static void grow_main(void *arg)
 {
         (void)arg;
-        pc_timer_init(&G.send, send, NULL);
+        pc_timer_init(&G.send, send_late, NULL);
         if (pc_spawn_on(1, start_tick, NULL) != 0 || pc_timer_start(&G.send, GROW_SEND_NS, 0))
                 atomic_store(&G.woke, -1);
 }

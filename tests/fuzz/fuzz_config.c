@@ -20,7 +20,9 @@ static const char *const vars[] = {
         "PERCORE_IDLE_SPIN_US", "PERCORE_MONITOR_MS",       "PERCORE_SEED",
         "PERCORE_SYSFS_ROOT",   "PERCORE_TOPOLOGY",         "PERCORE_EAL_ARGS",
         "PERCORE_LOG",          "PERCORE_STATS",            "PERCORE_STALL_MS",
-        "PERCORE_METRICS",
+        "PERCORE_METRICS",      "PERCORE_OVERPROVISIONED",  "PERCORE_FIBER_STACK_KB",
+        /* no longer read: each must be refused with its replacement named */
+        "PERCORE_SHARED",       "PERCORE_PACK",             "PERCORE_SCHED",
 };
 #define NVARS (sizeof(vars) / sizeof(vars[0]))
 

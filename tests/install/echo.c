@@ -57,7 +57,7 @@ int main(void)
         int rc = pc_runtime_create(NULL, &rt);
 
         if (rc == 0)
-                rc = pc_tcp_listen(rt, "127.0.0.1", 0, &cb, NULL, &l); /* 0: any free port */
+                rc = pc_tcp_listen_kernel(rt, "127.0.0.1", 0, &cb, NULL, &l); /* 0: any free port */
         if (rc) {
                 fprintf(stderr, "%s\n", pc_strerror(rc));
                 return 1;

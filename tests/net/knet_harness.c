@@ -117,7 +117,7 @@ static void noop_main(void *arg)
         (void)arg;
 }
 
-/* The same server blocking-style: a fiber per connection (pc_tcp_serve),
+/* The same server blocking-style: a fiber per connection (pc_tcp_serve_kernel),
  * reading and writing; the counts are the handler's. */
 _Atomic uint64_t fib_cancels, fib_shutdowns, fib_misuse;
 
@@ -171,9 +171,9 @@ void srv_create(struct srv *s, unsigned workers, const struct pc_knet_opts *o)
                 assert_int_equal(pc_knet_configure(s->rt, &ko), 0);
         }
         if (modes & T_FIBERS)
-                assert_int_equal(pc_tcp_serve(s->rt, "127.0.0.1", 0, fiber_echo, NULL, &l), 0);
+                assert_int_equal(pc_tcp_serve_kernel(s->rt, "127.0.0.1", 0, fiber_echo, NULL, &l), 0);
         else
-                assert_int_equal(pc_tcp_listen(s->rt, "127.0.0.1", 0, &echo_cb, NULL, &l), 0);
+                assert_int_equal(pc_tcp_listen_kernel(s->rt, "127.0.0.1", 0, &echo_cb, NULL, &l), 0);
         s->port = pc_tcp_listener_port(l);
         assert_true(s->port != 0);
 }

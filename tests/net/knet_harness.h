@@ -56,7 +56,7 @@ struct srv {
 };
 
 /* Test modes beside the backend's flags, in a test's prestate. */
-#define T_FIBERS (1u << 16) /* serve with pc_tcp_serve(fiber_echo) */
+#define T_FIBERS (1u << 16) /* serve with pc_tcp_serve_kernel(fiber_echo) */
 #define T_ELASTIC (1u << 17) /* PC_MODE_ELASTIC */
 #define T_MODES (T_FIBERS | T_ELASTIC)
 

@@ -237,7 +237,7 @@ static void test_writable(void **state)
         pc_test_config(&cfg, 1);
         assert_int_equal(pc_runtime_create(&cfg, &s.rt), 0);
         assert_int_equal(pc_knet_configure(s.rt, &o), 0);
-        assert_int_equal(pc_tcp_listen(s.rt, "127.0.0.1", 0, &prod_cb, NULL, &l), 0);
+        assert_int_equal(pc_tcp_listen_kernel(s.rt, "127.0.0.1", 0, &prod_cb, NULL, &l), 0);
         s.port = pc_tcp_listener_port(l);
         srv_run(&s, prod_client, &pc);
         assert_int_equal(prod.err, 0);
@@ -330,7 +330,7 @@ static void test_send_pieces(void **state)
         pc_test_config(&cfg, 1);
         assert_int_equal(pc_runtime_create(&cfg, &s.rt), 0);
         assert_int_equal(pc_knet_configure(s.rt, &o), 0);
-        assert_int_equal(pc_tcp_listen(s.rt, "127.0.0.1", 0, &pieces_cb, NULL, &l), 0);
+        assert_int_equal(pc_tcp_listen_kernel(s.rt, "127.0.0.1", 0, &pieces_cb, NULL, &l), 0);
         s.port = p.port = pc_tcp_listener_port(l);
         srv_run(&s, pieces_client_run, &p);
         assert_int_equal(p.done, PIECES_REQS);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The kernel backend's connections served by fibers (pc_tcp_serve) on
+ * The kernel backend's connections served by fibers (pc_tcp_serve_kernel) on
  * loopback: the run stops under handlers waiting to read, a handler that
  * does not read, and the calls that must be refused.
  * The server, the clients' helpers and CHECK() are knet_harness.h's.
@@ -165,7 +165,7 @@ static void test_fiber_lazy_reader(void **state)
         pc_test_config(&cfg, 1);
         assert_int_equal(pc_runtime_create(&cfg, &s.rt), 0);
         assert_int_equal(pc_knet_configure(s.rt, &o), 0);
-        assert_int_equal(pc_tcp_serve(s.rt, "127.0.0.1", 0, lazy_reader, NULL, &l), 0);
+        assert_int_equal(pc_tcp_serve_kernel(s.rt, "127.0.0.1", 0, lazy_reader, NULL, &l), 0);
         s.port = pc_tcp_listener_port(l);
         srv_run(&s, lazy_client, &lz);
         assert_true(lz.at_stall.read_paused >= 1);
@@ -226,11 +226,11 @@ static void test_fiber_errors(void **state)
         reset_counts();
         pc_test_config(&cfg, 1);
         assert_int_equal(pc_runtime_create(&cfg, &s.rt), 0);
-        assert_int_equal(pc_tcp_serve(s.rt, "127.0.0.1", 0, NULL, NULL, &l), -EINVAL);
-        assert_int_equal(pc_tcp_serve(s.rt, "256.0.0.1", 0, fiber_echo, NULL, &l), -EINVAL);
+        assert_int_equal(pc_tcp_serve_kernel(s.rt, "127.0.0.1", 0, NULL, NULL, &l), -EINVAL);
+        assert_int_equal(pc_tcp_serve_kernel(s.rt, "256.0.0.1", 0, fiber_echo, NULL, &l), -EINVAL);
         assert_int_equal(pc_conn_read(NULL, b, sizeof(b)), -EPERM);
         assert_int_equal(pc_conn_write(NULL, b, sizeof(b)), -EPERM);
-        assert_int_equal(pc_tcp_listen(s.rt, "127.0.0.1", 0, &misuse_cb, NULL, &l), 0);
+        assert_int_equal(pc_tcp_listen_kernel(s.rt, "127.0.0.1", 0, &misuse_cb, NULL, &l), 0);
         s.port = pc_tcp_listener_port(l);
         srv_run(&s, misuse_client, &s);
         assert_int_equal(atomic_load(&misuse_read), -EINVAL);

@@ -133,7 +133,7 @@ static void test_linger(void **state)
                 reset_counts();
                 pc_test_config(&cfg, 1);
                 assert_int_equal(pc_runtime_create(&cfg, &s.rt), 0);
-                assert_int_equal(pc_tcp_listen(s.rt, "127.0.0.1", 0, &linger_cb, &linger, &l), 0);
+                assert_int_equal(pc_tcp_listen_kernel(s.rt, "127.0.0.1", 0, &linger_cb, &linger, &l), 0);
                 s.port = pc_tcp_listener_port(l);
                 srv_run(&s, linger_client, &lc);
                 assert_int_equal(closes_clean, 1);
@@ -202,12 +202,12 @@ static void fdx_connect(void *arg)
 {
         struct fdx *x = arg;
 
-        atomic_store(&x->connect_rc, pc_tcp_connect("127.0.0.1", x->s->port, &echo_cb, NULL, NULL));
+        atomic_store(&x->connect_rc, pc_tcp_connect_kernel("127.0.0.1", x->s->port, &echo_cb, NULL, NULL));
         atomic_store(&x->connect_done, true);
 }
 
 /* The server started with no descriptor to spare: its accepts fail
- * (counted, retried) and pc_tcp_connect() says -EMFILE; once descriptors
+ * (counted, retried) and pc_tcp_connect_kernel() says -EMFILE; once descriptors
  * are back the waiting connection is accepted and served. */
 static void *fdx_client(void *arg)
 {
@@ -267,7 +267,7 @@ static void test_fd_exhaustion(void **state)
         assert_int_equal(pc_runtime_create(&cfg, &rt), 0);
         before = lowest_free_fd();
         nofile_set(&saved, (rlim_t)before + 1);
-        assert_int_equal(pc_tcp_listen(rt, "127.0.0.1", 0, &echo_cb, NULL, NULL), -EMFILE);
+        assert_int_equal(pc_tcp_listen_kernel(rt, "127.0.0.1", 0, &echo_cb, NULL, NULL), -EMFILE);
         assert_int_equal(pc_kudp_bind(rt, "127.0.0.1", 0, udp_echo, NULL, NULL), -EMFILE);
         assert_int_equal(setrlimit(RLIMIT_NOFILE, &saved), 0);
         assert_int_equal(lowest_free_fd(), before);
@@ -366,7 +366,7 @@ static void test_run_twice(void **state)
         srv_run(&s, twice_client, &t);
         assert_true(t.ok[0]);
         assert_int_equal(pc_knet_configure(s.rt, &o), -EBUSY);
-        assert_int_equal(pc_tcp_listen(s.rt, "127.0.0.1", 0, &echo_cb, NULL, &l2), 0);
+        assert_int_equal(pc_tcp_listen_kernel(s.rt, "127.0.0.1", 0, &echo_cb, NULL, &l2), 0);
         t.port2 = pc_tcp_listener_port(l2);
         t.round = 1;
         srv_run(&s, twice_wait_closed, &t);

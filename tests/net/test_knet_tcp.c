@@ -408,8 +408,8 @@ static void cli_main(void *arg)
 
         /* A task on a worker: CHECK(), so a failure cannot leave the run
          * by a longjmp. Without the connection nothing would stop it. */
-        CHECK(pc_tcp_connect("nonsense", k->port, &cli_cb, k, NULL) == -EINVAL);
-        if (!CHECK(pc_tcp_connect("127.0.0.1", k->port, &cli_cb, k, NULL) == 0))
+        CHECK(pc_tcp_connect_kernel("nonsense", k->port, &cli_cb, k, NULL) == -EINVAL);
+        if (!CHECK(pc_tcp_connect_kernel("127.0.0.1", k->port, &cli_cb, k, NULL) == 0))
                 pc_runtime_stop(k->rt);
 }
 
@@ -422,7 +422,7 @@ static void test_connect(void **state)
         srv_create(&s, 2, NULL);
         k.rt = s.rt;
         k.port = s.port;
-        assert_int_equal(pc_tcp_connect("127.0.0.1", s.port, &cli_cb, &k, NULL), -EPERM);
+        assert_int_equal(pc_tcp_connect_kernel("127.0.0.1", s.port, &cli_cb, &k, NULL), -EPERM);
         checks_reset();
         assert_int_equal(pc_runtime_run(s.rt, cli_main, &k), 0);
         checks_pass();
@@ -444,7 +444,7 @@ static void test_errors(void **state)
         assert_int_equal(pc_runtime_create(&cfg, &rt), 0);
         assert_int_equal(pc_knet_stats(rt, -1, &st), -ENOENT);
         assert_int_equal(pc_knet_configure(rt, &bad), -EINVAL);
-        assert_int_equal(pc_tcp_listen(rt, "256.0.0.1", 0, &echo_cb, NULL, NULL), -EINVAL);
+        assert_int_equal(pc_tcp_listen_kernel(rt, "256.0.0.1", 0, &echo_cb, NULL, NULL), -EINVAL);
         assert_int_equal(pc_knet_stats(rt, 1, &st), -EINVAL);
         assert_int_equal(pc_knet_stats(rt, 0, &st), 0);
         assert_int_equal(st.accepted, 0);

@@ -95,9 +95,9 @@ static void test_udp_endpoint(void **state)
 
         (void)state;
         srv_create(&s, 2, NULL);
-        assert_int_equal(pc_udp_ep_kernel(&ep, s.rt, "127.0.0.1", 0, ep_echo, &ep), 0);
-        assert_int_equal(pc_udp_ep_kernel(&unbound, s.rt, "x", 0, ep_echo, NULL), -EINVAL);
-        assert_int_equal(pc_udp_ep_kernel(&unbound, s.rt, "127.0.0.1", 0, NULL, NULL), -EINVAL);
+        assert_int_equal(pc_udp_ep_bind_kernel(&ep, s.rt, "127.0.0.1", 0, ep_echo, &ep), 0);
+        assert_int_equal(pc_udp_ep_bind_kernel(&unbound, s.rt, "x", 0, ep_echo, NULL), -EINVAL);
+        assert_int_equal(pc_udp_ep_bind_kernel(&unbound, s.rt, "127.0.0.1", 0, NULL, NULL), -EINVAL);
         assert_int_equal(pc_udp_ep_send(&unbound, NULL, "x", 1), -EINVAL);
         assert_int_equal(pc_udp_ep_port(&unbound), 0);
         uc.port = pc_udp_ep_port(&ep);
