@@ -45,6 +45,7 @@ struct kv_settings {
         const char *backend;
         int verbose;
         bool shutdown_ok; /* -A: the shutdown command stops the server */
+        unsigned long idle_timeout; /* -o idle_timeout: seconds, 0 = off */
         time_t started;
 };
 
@@ -64,6 +65,7 @@ struct kv_wstat {
         uint64_t udp_dropped; /* bad frame header: counted, not answered */
         uint64_t borrowed;    /* requests run on a sleeping owner's shard */
         uint64_t calls;       /* requests sent to their shard's owner */
+        uint64_t idle_kicks;  /* connections closed by -o idle_timeout */
 };
 
 extern struct pc_runtime *kv_rt;

@@ -228,6 +228,12 @@ static void on_accept(struct pc_conn *pc, void *arg)
         kv_wstats[w].total_conns++;
         if (kv_set.verbose > 1)
                 pc_log(PC_LOG_INFO, "pc-kv: worker %d: new connection", w);
+        /* -o idle_timeout: no request byte for that long while no reply
+         * waits, or a reply the client takes nothing of for that long,
+         * ends the connection (on_close, -ETIMEDOUT). */
+        if (kv_set.idle_timeout &&
+            pc_conn_set_timeout(pc, (uint64_t)kv_set.idle_timeout * 1000000000u))
+                conn_close(c);
 }
 
 /* A multi-key get that stopped part way (@pos: where it goes on) keeps
@@ -417,11 +423,14 @@ static void on_close(struct pc_conn *pc, int err, void *arg)
 {
         struct conn *c = pc_conn_data(pc);
 
-        (void)err;
         (void)arg;
         if (c == NULL)
                 return;
         kv_wstats[pc_worker_id()].curr_conns--;
+        /* -ETIMEDOUT is also TCP's own give-up (DPDK); counted only with
+         * idle timeouts on, where the idle timer comes first. */
+        if (err == -ETIMEDOUT && kv_set.idle_timeout)
+                kv_wstats[pc_worker_id()].idle_kicks++;
         kv_sink_kill(&c->sink);
 }
 
