@@ -23,7 +23,7 @@ for bad in "foo" "idle_timeout" "idle_timeout=" "idle_timeout=x" "idle_timeout=-
         "maxconns_fast=1" "no_maxconns_fast" "hashpower=20" "ext_path=/tmp/x:64m" \
         "idle_timeout=5,lru_crawler"; do
         rc=0
-        msg=$("$bin" -o "$bad" 2>&1 >/dev/null) || rc=$?
+        msg=$(timeout 10 "$bin" -o "$bad" 2>&1 >/dev/null) || rc=$?
         [ "$rc" = 2 ] || fail "-o '$bad' exited $rc, expected 2"
         name=${bad##*,}
         name=${name%%=*}
