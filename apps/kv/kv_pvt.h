@@ -155,19 +155,20 @@ struct kv_sink {
  * replies its client has not read. Requests are run, and a multi-key get's
  * keys produced, only while the sink is not full: less than KV_OUT_HIGH
  * bytes wait in its buffer, its reply places and the transport's backlog,
- * and fewer than KV_CALLS_MAX calls are out at other workers (each of
- * which brings back at most one reply, of at most one item). The rest
- * waits as request bytes until the client reads (ops->room, the
- * transport's on_writable). So a connection holds at most KV_OUT_HIGH +
- * (1 + KV_CALLS_MAX) largest replies, beside the backend's own output
- * cap and one request's input: about 9.25 MiB with -I 1m, however many
- * keys a get names or how many requests come pipelined. Items are not
- * referenced instead (memcached's way): a store frees an item when it
- * is replaced, and an item pinned by an unread reply would hold memory
- * the client controls.
+ * and fewer than KV_CALLS_MAX calls are out at other workers (each holds
+ * one request's copy and brings back one reply, each at most an item).
+ * The rest waits as request bytes until the client reads (the transport's
+ * on_writable) or a call returns (ops->room). So a connection holds at
+ * most KV_OUT_HIGH + (1 + KV_CALLS_MAX) largest replies, beside the
+ * backend's own output cap and its input: about 17.25 MiB with -I 1m,
+ * however many keys a get names or how many requests come pipelined.
+ * Fewer calls out would lower that, and slow a client that pipelines
+ * requests to other workers' shards. Items are not referenced instead
+ * (memcached's way): a store frees an item when it is replaced, and an
+ * item pinned by an unread reply would hold memory the client controls.
  */
 #define KV_OUT_HIGH (256u << 10)
-#define KV_CALLS_MAX 8
+#define KV_CALLS_MAX 16
 /** A bounded sink's multi-key get takes a reply place per this many keys. */
 #define KV_GET_PART 128
 

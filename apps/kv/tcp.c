@@ -38,6 +38,7 @@ struct conn {
         struct pc_conn *pc;
         struct kv_parser parser;
         struct buf in;      /* bytes of requests not run yet (incomplete, or waiting) */
+        size_t in_off;      /* in's bytes before this are used */
         struct buf backlog; /* replies the backend refused (output full), in order */
         struct kv_req get;  /* a multi-key get stopped part way (get_open) */
         struct buf get_keys; /* its keys, copied out of the input */
@@ -317,18 +318,27 @@ static size_t run_requests(struct conn *c, const char *p, size_t n)
         return off;
 }
 
-/* What run_requests() left of @p[0..@n) (it used @off) waits in c->in. */
+/* What run_requests() left of @p[0..@n) (it used @off) waits in c->in.
+ * Used bytes of c->in move out once they are half of it: requests that
+ * wait for room are taken a few at a time, and moving the rest each time
+ * would cost the square of what waits. */
 static void in_keep(struct conn *c, const char *p, size_t n, size_t off)
 {
         if (c->quitting) {
-                c->in.len = 0;
-        } else if (p == c->in.p) {
-                memmove(c->in.p, c->in.p + off, n - off);
-                c->in.len = n - off;
+                c->in.len = c->in_off = 0;
+        } else if (c->in.p && p == c->in.p + c->in_off) {
+                c->in_off += off;
+                if (c->in_off == c->in.len) {
+                        c->in.len = c->in_off = 0;
+                } else if (c->in_off >= c->in.len / 2) {
+                        memmove(c->in.p, c->in.p + c->in_off, c->in.len - c->in_off);
+                        c->in.len -= c->in_off;
+                        c->in_off = 0;
+                }
         } else if (off < n) {
                 buf_add(&c->in, p + off, n - off);
         }
-        if (c->in.cap > IN_SHRINK && c->in.len < IN_SHRINK / 4) {
+        if (c->in_off == 0 && c->in.cap > IN_SHRINK && c->in.len < IN_SHRINK / 4) {
                 char *q = realloc(c->in.p, IN_SHRINK);
 
                 if (q) {
@@ -380,10 +390,10 @@ static void pump(struct conn *c, const char *data, size_t len)
                 } else if (c->in.len == 0 && len) {
                         off = run_requests(c, data, len);
                         in_keep(c, data, len, off);
-                } else {
+                } else if (c->in.len + len > c->in_off) {
                         buf_add(&c->in, data, len);
-                        off = run_requests(c, c->in.p, c->in.len);
-                        in_keep(c, c->in.p, c->in.len, off);
+                        off = run_requests(c, c->in.p + c->in_off, c->in.len - c->in_off);
+                        in_keep(c, c->in.p + c->in_off, c->in.len - c->in_off, off);
                 }
                 len = 0;
                 if (c->in.oom)
@@ -402,7 +412,7 @@ static void pump(struct conn *c, const char *data, size_t len)
             !c->sink.dead) {
                 /* The client is done sending: answer, then close. */
                 c->quitting = true;
-                c->in.len = 0;
+                c->in.len = c->in_off = 0;
                 kv_sink_flush(&c->sink);
         }
 }
