@@ -11,6 +11,7 @@
  * answers first.
  */
 #include <errno.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -22,20 +23,54 @@
 /* A reply place: parts filled in any order, sent in order once all are. */
 struct pending {
         struct pending *next;
+        size_t held; /* counted in the sink's held: this header and its parts */
         unsigned nparts, waiting;
         bool end;  /* followed by "END\r\n" (the ASCII get family) */
         bool mark; /* no reply: kv_sink_mark()'s place in the queue */
         struct buf parts[];
 };
 
+/* A sink's buffer larger than this is given back once sent. */
+#define OUT_SHRINK 65536
+
+/* @n more bytes of @pd count against its sink's bound. */
+static void place_count(struct kv_sink *k, struct pending *pd, size_t n)
+{
+        pd->held += n;
+        k->held += n;
+}
+
+/* The place kv_sink_slot() gave last has its reply by now: count it. */
+static void slot_settle(struct kv_sink *k)
+{
+        struct pending *pd = k->slot;
+
+        if (pd) {
+                place_count(k, pd, pd->parts[0].len);
+                k->slot = NULL;
+        }
+}
+
+bool kv_sink_full(struct kv_sink *k)
+{
+        if (k->ops->backlog == NULL)
+                return false;
+        slot_settle(k);
+        return k->refs >= KV_CALLS_MAX ||
+               k->out.len + k->held + k->ops->backlog(k) >= KV_OUT_HIGH;
+}
+
 struct pending *kv_pending_add(struct kv_sink *k, unsigned nparts)
 {
-        struct pending *pd = calloc(1, sizeof(*pd) + nparts * sizeof(struct buf));
+        size_t size = sizeof(struct pending) + nparts * sizeof(struct buf);
+        struct pending *pd = calloc(1, size);
 
         if (pd == NULL) {
                 k->out.oom = true;
                 return NULL;
         }
+        slot_settle(k);
+        place_count(k, pd, size);
         pd->nparts = nparts;
         pd->waiting = nparts;
         if (k->tail)
@@ -46,8 +81,11 @@ struct pending *kv_pending_add(struct kv_sink *k, unsigned nparts)
         return pd;
 }
 
-static void pending_free(struct pending *pd)
+static void pending_free(struct kv_sink *k, struct pending *pd)
 {
+        if (k->slot == pd)
+                k->slot = NULL;
+        k->held -= pd->held;
         for (unsigned i = 0; i < pd->nparts; i++)
                 buf_free(&pd->parts[i]);
         free(pd);
@@ -58,7 +96,7 @@ void kv_sink_fini(struct kv_sink *k)
         while (k->head) {
                 struct pending *n = k->head->next;
 
-                pending_free(k->head);
+                pending_free(k, k->head);
                 k->head = n;
         }
         k->tail = NULL;
@@ -67,14 +105,21 @@ void kv_sink_fini(struct kv_sink *k)
 
 void kv_sink_unref(struct kv_sink *k)
 {
-        if (--k->refs == 0 && k->dead)
+        k->refs--;
+        if (!k->dead && k->ops->room) {
+                /* The transport may end during the call: keep the sink. */
+                k->pins++;
+                k->ops->room(k);
+                k->pins--;
+        }
+        if (k->refs == 0 && k->pins == 0 && k->dead)
                 k->ops->release(k);
 }
 
 void kv_sink_kill(struct kv_sink *k)
 {
         k->dead = true;
-        if (k->refs == 0)
+        if (k->refs == 0 && k->pins == 0)
                 k->ops->release(k);
 }
 
@@ -96,6 +141,8 @@ void kv_sink_flush(struct kv_sink *k)
         if (k->out.len && k->ops->reply_end)
                 k->ops->reply_end(k);
         k->out.len = 0;
+        if (k->out.cap > OUT_SHRINK)
+                buf_free(&k->out); /* a large reply's room, not kept idle */
         while (k->head && k->head->waiting == 0) {
                 struct pending *pd = k->head;
 
@@ -114,7 +161,7 @@ void kv_sink_flush(struct kv_sink *k)
                 k->head = pd->next;
                 if (k->head == NULL)
                         k->tail = NULL;
-                pending_free(pd);
+                pending_free(k, pd);
         }
         if (k->head == NULL)
                 k->ops->drained(k);
@@ -170,6 +217,7 @@ struct buf *kv_sink_slot(struct kv_sink *k)
         if (pd == NULL)
                 return NULL;
         pd->waiting = 0;
+        k->slot = pd; /* its bytes are counted once written */
         return &pd->parts[0];
 }
 
@@ -181,6 +229,7 @@ void kv_pending_fill(struct kv_sink *k, struct pending *pd, unsigned part, struc
         }
         buf_free(&pd->parts[part]);
         pd->parts[part] = *b;
+        place_count(k, pd, b->len);
         memset(b, 0, sizeof(*b));
         pd->waiting--;
         if (pd == k->head)
@@ -385,16 +434,36 @@ static void run_remote(struct kv_sink *k, struct pending *pd, unsigned part,
         k->refs++;
 }
 
-static void dispatch_get(struct kv_sink *k, const struct kv_req *r)
+/* Are there keys of @r after @pos? */
+static bool more_keys(const struct kv_req *r, size_t pos)
 {
-        unsigned me = (unsigned)pc_worker_id(), i = 0;
-        bool ascii = r->proto == KV_PROTO_ASCII, all_local = true;
+        const char *key;
+        size_t kn;
+
+        return kv_req_next_key(r, &pos, &key, &kn);
+}
+
+/*
+ * The keys of @r from *@cursor on: on a bounded sink at most KV_GET_PART
+ * of them, and no more once the sink is full (one key at least); on
+ * another every key at once. Returns true once the last key is done (and
+ * the ASCII END written), else false with *@cursor where to go on.
+ */
+static bool dispatch_get(struct kv_sink *k, const struct kv_req *r, size_t *cursor)
+{
+        unsigned me = (unsigned)pc_worker_id(), n = 0, i = 0;
+        bool ascii = r->proto == KV_PROTO_ASCII, all_local = true, more;
+        bool bounded = k->ops->backlog != NULL;
+        unsigned lim = bounded ? KV_GET_PART : UINT_MAX;
         struct pending *pd;
-        size_t pos = 0, kn;
+        size_t pos = *cursor, kn;
         const char *key;
 
-        while (all_local && kv_req_next_key(r, &pos, &key, &kn))
-                all_local = pc_shard_of(key, kn) == me;
+        /* This round's keys, and whether they are all ours. */
+        while (n < lim && kv_req_next_key(r, &pos, &key, &kn)) {
+                all_local = all_local && pc_shard_of(key, kn) == me;
+                n++;
+        }
         /* A sink that takes the reply key by key needs its parts apart. */
         if (ascii && r->nkeys > 1 && k->ops->key_end)
                 all_local = false;
@@ -404,46 +473,63 @@ static void dispatch_get(struct kv_sink *k, const struct kv_req *r)
                  * one key is on a shard we may borrow. */
                 unsigned store = me;
 
-                pos = 0;
+                pos = *cursor;
                 if (all_local)
                         kv_shard_hold();
                 else if (r->nkeys != 1 || !kv_req_next_key(r, &pos, &key, &kn) ||
                          !shard_borrow(me, store = pc_shard_of(key, kn)))
                         store = PC_MAX_WORKERS;
                 if (store < PC_MAX_WORKERS) {
-                        pos = 0;
-                        while (kv_req_next_key(r, &pos, &key, &kn))
+                        pos = *cursor;
+                        while (i < n && kv_req_next_key(r, &pos, &key, &kn)) {
                                 kv_run(kv_stores[store], r, key, kn, &k->out);
-                        if (ascii)
-                                buf_add(&k->out, "END\r\n", 5);
+                                if (++i < n && bounded && kv_sink_full(k))
+                                        break;
+                        }
                         if (store != me)
                                 shard_return(store);
-                        return;
+                        more = more_keys(r, pos);
+                        if (ascii && !more)
+                                buf_add(&k->out, "END\r\n", 5);
+                        *cursor = pos;
+                        return !more;
                 }
         }
-        pd = kv_pending_add(k, r->nkeys);
+        pd = kv_pending_add(k, n);
         if (pd == NULL)
-                return;
-        pd->end = ascii;
-        pos = 0;
-        while (kv_req_next_key(r, &pos, &key, &kn)) {
+                return true; /* k->out.oom: the sink closes at its flush */
+        /* One more than the parts, so that no fill sends (and frees) the
+         * place while keys are still added to it. */
+        pd->waiting = n + 1;
+        pos = *cursor;
+        while (i < n && kv_req_next_key(r, &pos, &key, &kn)) {
                 unsigned owner = pc_shard_of(key, kn);
 
                 if (owner == me) {
                         kv_shard_hold();
                         kv_run(kv_stores[me], r, key, kn, &pd->parts[i]);
+                        place_count(k, pd, pd->parts[i].len);
                         pd->waiting--;
                 } else if (shard_borrow(me, owner)) {
                         kv_run(kv_stores[owner], r, key, kn, &pd->parts[i]);
                         shard_return(owner);
+                        place_count(k, pd, pd->parts[i].len);
                         pd->waiting--;
                 } else {
                         run_remote(k, pd, i, r, key, kn, owner);
                 }
-                i++;
+                if (++i < n && bounded && kv_sink_full(k))
+                        break;
         }
+        /* The keys left for the next round are not this place's. */
+        pd->waiting -= n - i + 1;
+        pd->nparts = i;
+        more = more_keys(r, pos);
+        pd->end = ascii && !more;
+        *cursor = pos;
         if (pd == k->head && pd->waiting == 0)
                 kv_sink_flush(k);
+        return !more;
 }
 
 static void dispatch_one(struct kv_sink *k, const struct kv_req *r)
@@ -643,9 +729,13 @@ void kv_dispatch(struct kv_sink *k, const struct kv_req *r)
         case KV_GET:
         case KV_GETS:
         case KV_GAT:
-        case KV_GATS:
-                dispatch_get(k, r);
+        case KV_GATS: {
+                size_t pos = 0;
+
+                while (!dispatch_get(k, r, &pos))
+                        ;
                 return;
+        }
         case KV_FLUSH_ALL:
                 dispatch_flush(k, r);
                 return;
@@ -678,5 +768,19 @@ void kv_dispatch(struct kv_sink *k, const struct kv_req *r)
         default:
                 dispatch_one(k, r);
                 return;
+        }
+}
+
+bool kv_dispatch_from(struct kv_sink *k, const struct kv_req *r, size_t *pos)
+{
+        switch (r->cmd) {
+        case KV_GET:
+        case KV_GETS:
+        case KV_GAT:
+        case KV_GATS:
+                return dispatch_get(k, r, pos);
+        default:
+                kv_dispatch(k, r);
+                return true;
         }
 }

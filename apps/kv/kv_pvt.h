@@ -9,7 +9,7 @@
  *              pc_call), the per-sink queue that keeps replies in order,
  *              and the admin commands (shutdown, cache_memlimit)
  *   stats.c    "stats" and its groups, summed over the shards
- *   tcp.c      TCP connections (kernel backend) as sinks
+ *   tcp.c      TCP connections (either backend) as sinks
  *   udp.c      memcached's UDP frames (kernel and DPDK backends) as sinks
  *   server.c   flags, setup, main
  *
@@ -45,6 +45,7 @@ struct kv_settings {
         const char *backend;
         int verbose;
         bool shutdown_ok; /* -A: the shutdown command stops the server */
+        unsigned long idle_timeout; /* -o idle_timeout: seconds, 0 = off */
         time_t started;
 };
 
@@ -64,6 +65,7 @@ struct kv_wstat {
         uint64_t udp_dropped; /* bad frame header: counted, not answered */
         uint64_t borrowed;    /* requests run on a sleeping owner's shard */
         uint64_t calls;       /* requests sent to their shard's owner */
+        uint64_t idle_kicks;  /* connections closed by -o idle_timeout */
 };
 
 extern struct pc_runtime *kv_rt;
@@ -126,6 +128,12 @@ struct kv_sink_ops {
         void (*key_end)(struct kv_sink *k);
         /** Optional: every reply queued before a kv_sink_mark() is sent. */
         void (*mark)(struct kv_sink *k);
+        /** Optional: reply bytes the transport holds unsent (refused by a
+         *  full output). A sink with it is bounded: see kv_sink_full(). */
+        size_t (*backlog)(struct kv_sink *k);
+        /** Optional: a call on the sink returned; a bounded sink that
+         *  stopped while full may go on (kv_sink_full() says whether). */
+        void (*room)(struct kv_sink *k);
 };
 
 /** Where a stream of requests' replies go, in request order. */
@@ -134,13 +142,47 @@ struct kv_sink {
         struct buf out;                /* replies ready while the queue is empty */
         struct pending *head, *tail;   /* replies waiting for other workers */
         unsigned refs;                 /* remote calls whose done has not run */
+        unsigned pins;                 /* ops->room calls in progress: keep the sink */
+        size_t held;                   /* bytes of the reply places, replies and headers */
+        struct pending *slot;          /* the place kv_sink_slot() gave, not yet counted */
         uint32_t batch;                /* this request batch's tag, 0 until needed */
         unsigned nreq;                 /* commands read at once so far (kv_sink_count) */
         bool dead;                     /* the transport is gone: drop replies */
 };
 
+/*
+ * What a bounded sink (one with ops->backlog: a TCP connection) holds for
+ * replies its client has not read. Requests are run, and a multi-key get's
+ * keys produced, only while the sink is not full: less than KV_OUT_HIGH
+ * bytes wait in its buffer, its reply places and the transport's backlog,
+ * and fewer than KV_CALLS_MAX calls are out at other workers (each holds
+ * one request's copy and brings back one reply, each at most an item).
+ * The rest waits as request bytes until the client reads (the transport's
+ * on_writable) or a call returns (ops->room). So a connection holds at
+ * most KV_OUT_HIGH + (1 + KV_CALLS_MAX) largest replies, beside the
+ * backend's own output cap and its input: about 17.25 MiB with -I 1m,
+ * however many keys a get names or how many requests come pipelined.
+ * Fewer calls out would lower that, and slow a client that pipelines
+ * requests to other workers' shards. Items are not referenced instead
+ * (memcached's way): a store frees an item when it is replaced, and an
+ * item pinned by an unread reply would hold memory the client controls.
+ */
+#define KV_OUT_HIGH (256u << 10)
+#define KV_CALLS_MAX 16
+/** A bounded sink's multi-key get takes a reply place per this many keys. */
+#define KV_GET_PART 128
+
+/** Is bounded sink @k full: produce nothing more until ops->room or the
+ *  transport drains? false for a sink without ops->backlog. */
+bool kv_sink_full(struct kv_sink *k);
+
 /** Run one parsed request; its reply lands in order on @k. */
 void kv_dispatch(struct kv_sink *k, const struct kv_req *r);
+
+/** kv_dispatch() that stops a multi-key get part way on a bounded sink:
+ *  false when keys are left, which the next call with the same @r and
+ *  *@pos (0 the first time) goes on with; true once @r is done. */
+bool kv_dispatch_from(struct kv_sink *k, const struct kv_req *r, size_t *pos);
 
 /** Does @r end its connection once its replies are out (quit, and an
  *  allowed shutdown)? */
@@ -185,7 +227,8 @@ void kv_sink_mark(struct kv_sink *k);
 /** The transport is gone: free now or when the last remote call returns. */
 void kv_sink_kill(struct kv_sink *k);
 
-/** A remote call on @k returned: release a dead sink on the last one. */
+/** A remote call on @k returned: release a dead sink on the last one;
+ *  tell a live one's ops->room. */
 void kv_sink_unref(struct kv_sink *k);
 
 /** Free the queued replies and buffers (for ops->release). */

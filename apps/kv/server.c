@@ -60,8 +60,8 @@ static void usage(FILE *f)
 {
         fprintf(f,
                 "usage: pc-kv [-p TCP_PORT] [-U UDP_PORT] [-l ADDR[/LEN]] [-m MB] [-t WORKERS]\n"
-                "             [-c MAXCONNS] [-I ITEM_MAX] [-A] [-v] [--backend kernel|dpdk]\n"
-                "             [--gateway GW] [--help]\n"
+                "             [-c MAXCONNS] [-I ITEM_MAX] [-A] [-v] [-o OPT[,OPT...]]\n"
+                "             [--backend kernel|dpdk] [--gateway GW] [--help]\n"
                 "A memcached-compatible cache (ASCII and binary protocols over TCP, memcached's\n"
                 "UDP frames), its data sharded by key across the workers. Runs until\n"
                 "SIGINT/SIGTERM.\n"
@@ -78,6 +78,15 @@ static void usage(FILE *f)
                 "  -A, --enable-shutdown\n"
                 "                  let the shutdown command stop the server\n"
                 "  -v              more logging (repeat for more)\n"
+                "  -o, --extended OPT[,OPT...]\n"
+                "                  memcached's extended options that apply here:\n"
+                "                  idle_timeout=N  close a connection after N seconds without\n"
+                "                                  a request byte, or with a reply the client\n"
+                "                                  takes nothing of (0 = never, the default;\n"
+                "                                  counted in stats idle_kicks)\n"
+                "                  maxconns_fast, no_lru_crawler, modern\n"
+                "                                  accepted: pc-kv already behaves so\n"
+                "                  any other is refused\n"
                 "  --backend B     kernel (io_uring sockets, default) or dpdk (our own stack\n"
                 "                  and TCP on the port from PERCORE_EAL_ARGS, e.g.\n"
                 "                  net_af_packet on a veth)\n"
@@ -143,12 +152,59 @@ static int bad_flag(const char *what, const char *arg, const char *expected)
         return 2;
 }
 
+/*
+ * memcached's extended options taken without a value because pc-kv
+ * already does what they ask: over -c a connection is closed at once
+ * (maxconns_fast); there is no LRU crawler thread to turn off, an expired
+ * item goes when a lookup or the LRU's tail meets it (no_lru_crawler);
+ * memcached 1.6 itself changes nothing for "modern".
+ */
+static const char *const ext_as_is[] = {"maxconns_fast", "no_lru_crawler", "modern"};
+
+/* One -o OPT[,OPT...] (memcached's form) into kv_set; 0 or 2. */
+static int parse_extended(const char *arg)
+{
+        char list[256], *save = NULL, *opt;
+        size_t n = strlen(arg);
+
+        if (n == 0 || n >= sizeof(list))
+                return bad_flag("-o", arg, "a comma-separated list of options");
+        memcpy(list, arg, n + 1);
+        if (list[0] == ',' || list[n - 1] == ',' || strstr(list, ",,"))
+                return bad_flag("-o", arg, "a comma-separated list without empty options");
+        for (opt = strtok_r(list, ",", &save); opt; opt = strtok_r(NULL, ",", &save)) {
+                char *val = strchr(opt, '=');
+                bool known = false;
+
+                if (val)
+                        *val++ = 0;
+                if (strcmp(opt, "idle_timeout") == 0) {
+                        if (val == NULL || app_parse_uint(val, 0, UINT32_MAX, &kv_set.idle_timeout))
+                                return bad_flag("-o idle_timeout", val ? val : "",
+                                                "seconds (0 = off)");
+                        continue;
+                }
+                for (size_t i = 0; i < sizeof(ext_as_is) / sizeof(ext_as_is[0]); i++)
+                        known = known || strcmp(opt, ext_as_is[i]) == 0;
+                if (known && val)
+                        return bad_flag("-o", opt, "no value");
+                if (!known) {
+                        fprintf(stderr, "pc-kv: -o %s: not an option pc-kv can honour (it takes "
+                                        "idle_timeout=N, maxconns_fast, no_lru_crawler, modern)\n",
+                                opt);
+                        return 2;
+                }
+        }
+        return 0;
+}
+
 /* Flags into kv_set and @cfg; 0, or the exit status (2 bad usage, -1 help). */
 static int parse_flags(int argc, char **argv, struct pc_config *cfg)
 {
         static const struct option lopts[] = {
                 {"backend", required_argument, NULL, 'b'},
                 {"enable-shutdown", no_argument, NULL, 'A'},
+                {"extended", required_argument, NULL, 'o'},
                 {"gateway", required_argument, NULL, 'g'},
                 {"help", no_argument, NULL, 'h'},
                 {NULL, 0, NULL, 0},
@@ -157,7 +213,7 @@ static int parse_flags(int argc, char **argv, struct pc_config *cfg)
         struct in_addr ia;
         int c;
 
-        while ((c = getopt_long(argc, argv, "p:U:l:m:t:c:I:Avh", lopts, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, "p:U:l:m:t:c:I:o:Avh", lopts, NULL)) != -1) {
                 switch (c) {
                 case 'b':
                         if (strcmp(optarg, "kernel") && strcmp(optarg, "dpdk"))
@@ -201,6 +257,10 @@ static int parse_flags(int argc, char **argv, struct pc_config *cfg)
                         break;
                 case 'A':
                         kv_set.shutdown_ok = true;
+                        break;
+                case 'o':
+                        if (parse_extended(optarg))
+                                return 2;
                         break;
                 case 'v':
                         kv_set.verbose++;

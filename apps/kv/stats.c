@@ -26,7 +26,7 @@ enum group { G_GENERAL, G_SETTINGS, G_ITEMS, G_SLABS, G_RESET };
 
 struct totals {
         struct kv_store_stats st; /* summed */
-        uint64_t curr_conns, total_conns, udp_requests, udp_dropped; /* summed */
+        uint64_t curr_conns, total_conns, udp_requests, udp_dropped, idle_kicks; /* summed */
         int64_t oldest; /* the oldest item's store time over the shards, 0 none */
         bool oom;
 };
@@ -96,6 +96,7 @@ static void general(struct buf *b, const struct kv_req *r, const struct totals *
         U("cas_badval", t->st.cas_badval);
         U("touch_hits", t->st.touch_hits);
         U("touch_misses", t->st.touch_misses);
+        U("idle_kicks", t->idle_kicks);
         U("udp_requests", t->udp_requests);
         U("udp_dropped", t->udp_dropped);
         U("threads", pc_runtime_workers(kv_rt));
@@ -120,6 +121,8 @@ static void settings(struct buf *b, const struct kv_req *r)
         stat(b, r, "evictions", "on");
         stat(b, r, "cas_enabled", "yes");
         stat(b, r, "binding_protocol", "auto-negotiate");
+        stat(b, r, "maxconns_fast", "yes"); /* over -c: closed at once */
+        U("idle_timeout", kv_set.idle_timeout);
         stat(b, r, "backend", "%s", kv_set.backend);
         stat(b, r, "sharding", "per-worker");
 }
@@ -173,6 +176,7 @@ static void *stats_map(void *arg)
                 kv_store_stats_reset(kv_stores[w]);
                 kv_wstats[w].total_conns = kv_wstats[w].curr_conns;
                 kv_wstats[w].udp_requests = kv_wstats[w].udp_dropped = 0;
+                kv_wstats[w].idle_kicks = 0;
                 return t;
         }
         kv_store_stats(kv_stores[w], &t->st);
@@ -181,6 +185,7 @@ static void *stats_map(void *arg)
         t->total_conns = kv_wstats[w].total_conns;
         t->udp_requests = kv_wstats[w].udp_requests;
         t->udp_dropped = kv_wstats[w].udp_dropped;
+        t->idle_kicks = kv_wstats[w].idle_kicks;
         return t;
 }
 
@@ -201,6 +206,7 @@ static void *stats_reduce(void *acc, void *item, void *arg)
         a->total_conns += t->total_conns;
         a->udp_requests += t->udp_requests;
         a->udp_dropped += t->udp_dropped;
+        a->idle_kicks += t->idle_kicks;
         if (t->oldest && (a->oldest == 0 || t->oldest < a->oldest))
                 a->oldest = t->oldest;
         free(t);

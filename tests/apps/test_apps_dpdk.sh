@@ -6,7 +6,8 @@
 # side, pc_a_v1 in namespace pc_a_ns at 10.78.0.2, resolves us with ARP and
 # sends UDP: echo datagrams, then TCP streams to percore's own TCP, then
 # memcached UDP frames (set, get across shards, a reply over several
-# datagrams), then memcapable over TCP. A scrape of pc-echo's metrics shows
+# datagrams), then memcapable over TCP, the reply memory bound and
+# -o idle_timeout over TCP. A scrape of pc-echo's metrics shows
 # its TCP engines' counters. The namespace and veth are
 # removed on every exit, and stale ones at start.
 set -uo pipefail
@@ -113,7 +114,11 @@ grep -q "pc-echo: tcp accepted=16 " "$out" || fail "pc-echo --fibers TCP counter
 
 # ---- pc-kv
 banner="listening"
-start "$kv_bin" --backend dpdk -l "$ours" -U 11211 -p 11211 -t 2 -m 16
+# As in test_pc_kv_bound.sh: a small ASan quarantine, no RSS bound under TSan.
+asan="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=4"
+bound=48
+case "$(ldd "$kv_bin" 2>/dev/null)" in *libtsan*) bound=-1 ;; esac
+ASAN_OPTIONS=$asan start "$kv_bin" --backend dpdk -l "$ours" -U 11211 -p 11211 -t 2 -m 16
 ip netns exec "$ns" python3 - "$ours" <<'PY' || fail "pc-kv UDP"
 import socket, struct, sys
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -162,7 +167,17 @@ if [ -n "$capable" ]; then
 else
 	echo "note: memcapable not installed (libmemcached-tools): TCP conformance not run"
 fi
+# What a client that reads no reply makes pc-kv hold, on percore's TCP:
+# the amplification probe (test_pc_kv_bound.sh) from the kernel's side,
+# smaller than there since af_packet is slower than loopback.
+ip netns exec "$ns" python3 "$(dirname "$0")/kv_bound.py" "$ours" 11211 "$spid" 2 1000000 "$bound" \
+	get:400,pipe:100,meta:100,binq:100 || fail "pc-kv reply memory bound over DPDK TCP"
 stop_server || fail "pc-kv exit status"
 grep -q "udp_requests=47 " "$out" || fail "pc-kv counted other than 47 UDP requests"
 cat "$out"
+# -o idle_timeout on percore's TCP.
+start "$kv_bin" --backend dpdk -l "$ours" -p 11211 -t 2 -m 16 -o idle_timeout=2
+ip netns exec "$ns" python3 "$(dirname "$0")/kv_idle.py" "$ours" 11211 2 ||
+	fail "pc-kv idle_timeout over DPDK TCP"
+stop_server || fail "pc-kv -o idle_timeout exit status"
 echo "ok: both apps on the DPDK backend"
