@@ -38,8 +38,9 @@ static bool backpressured(const struct pc_knet_stats *st, void *arg)
 {
         (void)arg;
         /* A fiber's handler stops reading while its write waits, which
-         * pauses reading too (read_paused). */
-        return st->backpressure >= 1 || st->read_paused >= 1;
+         * pauses reading too (read_paused). A pause while the handler has
+         * merely not run yet is not the stall: output must have filled. */
+        return (st->backpressure >= 1 || st->read_paused >= 1) && st->out_max > SLOW_CAP / 2;
 }
 
 /* Send up to 32 MB without reading. The server echoes until its output
