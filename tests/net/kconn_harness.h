@@ -30,7 +30,7 @@ static struct pc_tcp_listener *L;
 
 /* Results recorded off the test's thread: slot -> value, and the first
  * mismatch of an expectation. */
-static _Atomic long rec[64];
+static _Atomic long rec[80];
 static _Atomic unsigned bad;
 static char bad_what[160];
 
