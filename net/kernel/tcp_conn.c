@@ -219,12 +219,14 @@ static int kconn_sendv(struct pc_conn *c, const struct iovec *iov, int n, size_t
         struct kbuf *b = &c->pending;
         int rc = send_room(c, total);
 
-        if (rc)
+        if (rc || total == 0)
                 return rc;
         rc = pc__kbuf_reserve(b, total);
         if (rc)
                 return rc;
         for (int i = 0; i < n; i++) {
+                if (iov[i].iov_len == 0) /* its base may be NULL */
+                        continue;
                 memcpy(b->p + b->len, iov[i].iov_base, iov[i].iov_len);
                 b->len += iov[i].iov_len;
         }
