@@ -182,6 +182,8 @@ int pc_tcb_sendv(struct pc_tcb *c, const struct iovec *iov, int n)
                 return rc;
         pos = c->snd_end - c->sref_bytes;
         for (int i = 0; i < n; i++) {
+                if (iov[i].iov_len == 0) /* its base may be NULL */
+                        continue;
                 pc__ring_copy_in(c->sbuf, c->sbuf_size, pos, iov[i].iov_base, iov[i].iov_len);
                 pos += (uint32_t)iov[i].iov_len;
         }
