@@ -26,6 +26,7 @@ struct pending {
         size_t held; /* counted in the sink's held: this header and its parts */
         unsigned nparts, waiting;
         bool end;  /* followed by "END\r\n" (the ASCII get family) */
+        bool keyed; /* an ASCII multi-key get's keys: ops->key_end after each */
         bool mark; /* no reply: kv_sink_mark()'s place in the queue */
         struct buf parts[];
 };
@@ -149,7 +150,9 @@ void kv_sink_flush(struct kv_sink *k)
                 for (unsigned i = 0; i < pd->nparts; i++) {
                         if (!sink_send(k, &pd->parts[i]))
                                 return;
-                        if (pd->end && i + 1 < pd->nparts && k->ops->key_end)
+                        /* More keys follow this one: in this place, or
+                         * in the next one of a get taken part by part. */
+                        if (pd->keyed && (i + 1 < pd->nparts || !pd->end) && k->ops->key_end)
                                 k->ops->key_end(k);
                 }
                 if (pd->end && !k->ops->send(k, "END\r\n", 5))
@@ -526,6 +529,7 @@ static bool dispatch_get(struct kv_sink *k, const struct kv_req *r, size_t *curs
         pd->nparts = i;
         more = more_keys(r, pos);
         pd->end = ascii && !more;
+        pd->keyed = ascii && r->nkeys > 1;
         *cursor = pos;
         if (pd == k->head && pd->waiting == 0)
                 kv_sink_flush(k);

@@ -13,6 +13,7 @@ requests naming those keys (alternately) and reads nothing:
   pipe  N pipelined ASCII "get K" lines
   meta  N pipelined "mg K v" lines
   binq  N binary getkq (quiet, key in the reply), then a noop
+  udp   one UDP datagram "get a b a b ..." of N keys (UDP on PORT too)
 
 While that reply waits, the server's VmRSS (/proc/PID/status) must stay
 within BOUND_MB of what it was before, the server must stop running keys
@@ -115,6 +116,69 @@ def bin_reply(key, value, cas):
             + extras + key + value)
 
 
+def udp_frames(sock, rid):
+    """One response's bytes: its datagrams (8-byte header: id, sequence,
+    count, 0) reassembled in sequence order."""
+    parts, total = {}, None
+    while total is None or len(parts) < total:
+        d = sock.recv(65536)
+        r, seq, total, _ = struct.unpack(">HHHH", d[:8])
+        if r != rid:
+            raise SystemExit("udp: reply for request %d, not %d" % (r, rid))
+        parts[seq] = d[8:]
+    return b"".join(parts[i] for i in range(total))
+
+
+def udp_case(host, port, pid, honest, n, order, keys, values, bound):
+    """One datagram naming N large values, from a client that reads none:
+    UDP has no backpressure, so every key runs, and the server's peak RSS
+    (VmHWM, reset first) must stay within the bound: it sends each
+    response as it completes rather than gathering the datagram's reply.
+    Then a small multi-key get of the same values is read back exactly."""
+    with open("/proc/%d/clear_refs" % pid, "w") as f:
+        f.write("5")  # VmHWM := VmRSS
+    base = rss_mb(pid)
+    hits0 = get_hits(honest)
+    mute = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    mute.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    mute.sendto(struct.pack(">HHHH", 1, 0, 1, 0) + b"get " + b" ".join(order) + b"\r\n",
+                (host, port))
+    deadline = time.time() + 120
+    while get_hits(honest) - hits0 < n:
+        if time.time() > deadline:
+            raise SystemExit("udp x%d: only %d keys ran" % (n, get_hits(honest) - hits0))
+        time.sleep(0.1)
+    peak = hwm_mb(pid)
+    if bound >= 0 and peak - base > bound:
+        raise SystemExit("udp x%d: server RSS peaked %.1f MB over its start (bound %.0f)"
+                         % (n, peak - base, bound))
+    mute.close()
+    # The responses are exact: one per key, END with the last.
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, 33, 64 << 20)  # SO_RCVBUFFORCE: root
+    s.settimeout(10)
+    want = [keys[i % 2] for i in range(4)]
+    s.sendto(struct.pack(">HHHH", 2, 0, 1, 0) + b"get " + b" ".join(want) + b"\r\n",
+             (host, port))
+    for i, k in enumerate(want):
+        got = udp_frames(s, 2)
+        block = b"VALUE %s 0 %d\r\n" % (k, len(values[k])) + values[k] + b"\r\n"
+        if got != block + (b"END\r\n" if i == len(want) - 1 else b""):
+            raise SystemExit("udp: response %d (key %r) differs" % (i, k))
+    s.close()
+    print("ok: udp x%d of %d-byte values (%.0f MB of reply) in one datagram: server RSS "
+          "%.1f MB before, %.1f MB at the peak" % (n, len(values[keys[0]]),
+                                                  n * len(values[keys[0]]) / 1e6, base, peak))
+
+
+def hwm_mb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0
+    raise SystemExit("no VmHWM for pid %d" % pid)
+
+
 def main():
     host, port, pid, workers = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
     vlen, bound = int(sys.argv[5]), float(sys.argv[6])
@@ -147,6 +211,9 @@ def main():
 
     for name, n in cases:
         order = [keys[i % 2] for i in range(n)]
+        if name == "udp":
+            udp_case(host, port, pid, honest, n, order, keys, values, bound)
+            continue
         if name == "get":
             req = b"get " + b" ".join(order) + b"\r\n"
             blocks = {k: b"VALUE %s 0 %d\r\n" % (k, vlen) + values[k] + b"\r\n" for k in keys}
