@@ -236,6 +236,21 @@ int pc_conn_peer(const struct pc_conn *c, struct sockaddr_storage *out);
 int pc_conn_local(const struct pc_conn *c, struct sockaddr_storage *out);
 
 /**
+ * Stop delivering @c's input to on_data (@pause true) or go on (false), for
+ * a callback service that cannot take more yet: what arrives meanwhile is
+ * held by the backend up to its receive buffer (the kernel's socket buffer
+ * and one receive's worth; on DPDK the engine's rcv_cap), then the peer's
+ * window closes. Resuming delivers what was held, then the peer's EOF if
+ * it came, from the worker's loop, never from inside this call, so it may
+ * be called from on_data. The backend's own pause for a full output is
+ * separate: input flows only when neither holds it. Pausing twice is one
+ * pause. A fiber-served connection reads on demand: -EINVAL there.
+ * Errors: -EINVAL, -EXDEV, -EPIPE (closed), -ENOMEM (resuming, no task).
+ * The connection's worker only.
+ */
+int pc_conn_pause_read(struct pc_conn *c, bool pause);
+
+/**
  * Turn Nagle's algorithm off (@on true: small writes leave at once, the
  * default on both backends) or on. Errors: -EINVAL, -EXDEV, -EPIPE.
  * The connection's worker only.

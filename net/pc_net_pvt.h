@@ -45,6 +45,8 @@ struct pc__conn_ops {
         unsigned (*worker)(const struct pc_conn *c);
         int (*addr)(const struct pc_conn *c, bool peer, struct sockaddr_storage *out);
         int (*set_nodelay)(struct pc_conn *c, bool on);
+        /* pc_conn_pause_read() on a callback connection (checked). */
+        int (*pause_read)(struct pc_conn *c, bool pause);
         int (*set_keepalive)(struct pc_conn *c, unsigned idle_s, unsigned intvl_s,
                              unsigned count);
         /* pc_conn_read()/pc_conn_write() go through net/tcp_fiber.c with

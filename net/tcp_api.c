@@ -232,6 +232,20 @@ int pc_conn_set_nodelay(struct pc_conn *c, bool on)
         return HOOK(c, set_nodelay) ? pc__conn_ops(c)->set_nodelay(c, on) : -ENOTSUP;
 }
 
+int pc_conn_pause_read(struct pc_conn *c, bool pause)
+{
+        int rc = conn_check(c);
+
+        if (rc)
+                return rc;
+        /* A fiber's connection pauses by itself as its input fills. */
+        if (pc__conn_ops(c)->fiber->check(c) == 0)
+                return -EINVAL;
+        if (pc__conn_base(c)->closed)
+                return -EPIPE;
+        return HOOK(c, pause_read) ? pc__conn_ops(c)->pause_read(c, pause) : -ENOTSUP;
+}
+
 int pc_conn_set_keepalive(struct pc_conn *c, unsigned idle_s, unsigned intvl_s, unsigned count)
 {
         int rc = conn_check(c);

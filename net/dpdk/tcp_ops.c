@@ -154,6 +154,14 @@ static int dconn_set_nodelay(struct pc_conn *c, bool on)
         return t ? pc_tcb_nodelay(t, on) : -EPIPE;
 }
 
+/* The engine's pause delivers what it held at its next flush. */
+static int dconn_pause_read(struct pc_conn *c, bool pause)
+{
+        struct pc_tcb *t = live_tcb(dc_of(c));
+
+        return t ? pc_tcb_pause(t, pause) : -EPIPE;
+}
+
 static int dconn_set_keepalive(struct pc_conn *c, unsigned idle_s, unsigned intvl_s,
                                unsigned count)
 {
@@ -181,6 +189,7 @@ const struct pc__conn_ops pc__dconn_ops = {
         .worker = dconn_worker,
         .addr = dconn_addr,
         .set_nodelay = dconn_set_nodelay,
+        .pause_read = dconn_pause_read,
         .set_keepalive = dconn_set_keepalive,
         .fiber = &pc__dfiber_ops,
 };

@@ -281,6 +281,8 @@ void pc__tcp_destroy(struct knet *k);
 void pc__tcp_flush_sends(struct kworker *kw);
 /* Pause or resume reading @c for its fiber (a reason beside backpressure). */
 void pc__conn_input_pause(struct pc_conn *c, bool pause);
+/* Deliver what input was held, if nothing pauses reading, then read on. */
+void pc__kconn_resume(struct pc_conn *c);
 /* End @c at once with @err (its queued output dropped). */
 void pc__conn_abort(struct pc_conn *c, int err);
 /* @c's fiber ended: free @c if it closed meanwhile. */

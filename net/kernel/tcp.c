@@ -681,6 +681,13 @@ void pc__conn_abort(struct pc_conn *c, int err)
         conn_error(c, err);
 }
 
+void pc__kconn_resume(struct pc_conn *c)
+{
+        c->refs++; /* what resume() delivers may end @c */
+        resume(c);
+        unref(c);
+}
+
 void pc__conn_input_pause(struct pc_conn *c, bool pause)
 {
         if (pause == c->in_paused)

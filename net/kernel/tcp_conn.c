@@ -373,6 +373,39 @@ static int kconn_set_keepalive(struct pc_conn *c, unsigned idle_s, unsigned intv
         return rc;
 }
 
+/* Resuming delivers from the loop: a task, with a reference on @c. */
+static void kconn_resume_task(void *arg)
+{
+        struct pc_conn *c = arg;
+
+        if (!c->in_paused && !c->dead)
+                pc__kconn_resume(c);
+        pc__kconn_unref(c);
+}
+
+/* A callback connection leaves @in_paused (the fiber service's) to this. */
+static int kconn_pause_read(struct pc_conn *c, bool pause)
+{
+        if (c->closing || c->dead)
+                return -EPIPE;
+        if (pause) {
+                pc__conn_input_pause(c, true);
+                return 0;
+        }
+        if (!c->in_paused)
+                return 0;
+        /* Off now, so that the task's delivery is not a pause's; the held
+         * input waits for the task, since nothing rearms the recv first. */
+        c->in_paused = false;
+        c->refs++;
+        if (pc_spawn(kconn_resume_task, c) < 0) {
+                c->in_paused = true;
+                pc__kconn_unref(c);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
 const struct pc__conn_ops pc__kconn_ops = {
         .name = "kernel",
         .owner = kconn_owner,
@@ -387,6 +420,7 @@ const struct pc__conn_ops pc__kconn_ops = {
         .worker = kconn_worker,
         .addr = kconn_addr,
         .set_nodelay = kconn_set_nodelay,
+        .pause_read = kconn_pause_read,
         .set_keepalive = kconn_set_keepalive,
         .fiber = &pc__kfiber_ops,
 };

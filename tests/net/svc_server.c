@@ -47,7 +47,7 @@ static uint8_t pattern[PATTERN];
         X(timeouts) X(idle_timeouts) X(wt_fiber) X(wt_buffered) X(noread_bytes)               \
         X(noread_done) X(shut_epipe) X(shut_read) X(cb_idle_timeouts) X(cb_wtimeouts)         \
         X(cb_wt_buffered) X(cb_shut_epipe) X(cb_shut_read) X(cb_ref_ok) X(cb_ref_bad)         \
-        X(cb_aborted)
+        X(cb_aborted) X(pause_leak) X(pause_bad)
 #define DECL(n) static _Atomic uint64_t n;
 STATS(DECL)
 
@@ -319,7 +319,8 @@ static void f_addr(struct fin *f)
 
 static void f_opts(struct fin *f)
 {
-        say(f->c, "opts %d %d %d %d %d %d\n", pc_conn_set_nodelay(f->c, false),
+        say(f->c, "opts %d %d %d %d %d %d %d\n", pc_conn_pause_read(f->c, true),
+            pc_conn_set_nodelay(f->c, false),
             pc_conn_set_nodelay(f->c, true), pc_conn_set_keepalive(f->c, 10, 5, 3),
             pc_conn_set_keepalive(f->c, 10, 0, 3), pc_conn_set_keepalive(f->c, 0, 0, 0),
             pc_conn_set_keepalive(f->c, 100000, 1, 1));
@@ -375,7 +376,7 @@ static void serve_fiber(struct pc_conn *c, void *arg)
 
 /* ---- the callback ports --------------------------------------------------- */
 
-enum cmode { C_LINE, C_ECHO, C_IDLE, C_WT, C_SHUT, C_SENDV, C_REF, C_ABORT };
+enum cmode { C_LINE, C_ECHO, C_IDLE, C_WT, C_SHUT, C_SENDV, C_REF, C_ABORT, C_PAUSE };
 
 struct cst {
         enum cmode mode;
@@ -383,7 +384,25 @@ struct cst {
         size_t n;
         unsigned refs, done;
         uint64_t shut_read;
+        uint64_t got;  /* C_PAUSE: bytes after the line */
+        bool resumed;  /* C_PAUSE: its reading was resumed */
 };
+
+/* The "pause" connection, for the "resume" one to find (one at a time). */
+static struct pc_conn *_Atomic paused_conn;
+
+/* On the paused connection's worker: bytes delivered while it was paused
+ * are a leak; then reading goes on. */
+static void resume_task(void *arg)
+{
+        struct pc_conn *c = arg;
+        struct cst *s = pc_conn_data(c);
+
+        atomic_fetch_add(&pause_leak, s->got);
+        s->resumed = true;
+        if (pc_conn_pause_read(c, false) || pc_conn_pause_read(c, false))
+                atomic_fetch_add(&pause_bad, 1);
+}
 
 static void c_pump(struct pc_conn *c)
 {
@@ -426,6 +445,29 @@ static void c_route(struct pc_conn *c, struct cst *s)
                                              &s->done) == 0)
                                 s->refs++;
                 pc_conn_close(c);
+        } else if (strcmp(s->line, "pause") == 0) {
+                /* Twice is one pause; the reply is sent while paused. */
+                s->mode = C_PAUSE;
+                if (pc_conn_pause_read(c, true) || pc_conn_pause_read(c, true) ||
+                    pc_conn_pause_read(NULL, true) != -EINVAL)
+                        atomic_fetch_add(&pause_bad, 1);
+                atomic_store(&paused_conn, c);
+                pc_conn_send(c, "paused\n", 7);
+        } else if (strcmp(s->line, "resume") == 0) {
+                struct pc_conn *p = atomic_exchange(&paused_conn, NULL);
+                const struct pc_spawn_opts o = {
+                        .affinity = PC_STICKY, .place = PC_SPAWN_WORKER,
+                        .worker = p ? pc_conn_worker(p) : 0};
+
+                /* From another worker: -EXDEV, as for every option. */
+                if (p && pc_conn_worker(p) != pc_conn_worker(c) &&
+                    pc_conn_pause_read(p, false) != -EXDEV)
+                        atomic_fetch_add(&pause_bad, 1);
+                if (p && pc_spawn_ex(resume_task, p, &o) >= 0)
+                        pc_conn_send(c, "resuming\n", 9);
+                else
+                        pc_conn_send(c, "none\n", 5);
+                pc_conn_close(c);
         } else if (strcmp(s->line, "abort") == 0) {
                 s->mode = C_ABORT;
                 pc_conn_send(c, "dropped\n", 8);
@@ -452,6 +494,15 @@ static void c_data(struct pc_conn *c, const void *data, size_t len, void *arg)
         if (len == 0) {
                 if (s->mode == C_SHUT)
                         atomic_store(&cb_shut_read, s->shut_read);
+                if (s->mode == C_PAUSE) {
+                        char b[64];
+                        int n = snprintf(b, sizeof(b), "got %" PRIu64 "\n", s->got);
+
+                        pc_conn_send(c, b, (size_t)n);
+                        pc_conn_close(c);
+                        if (pc_conn_pause_read(c, true) != -EPIPE)
+                                atomic_fetch_add(&pause_bad, 1);
+                }
                 return;
         }
         while (s->mode == C_LINE && len) {
@@ -470,6 +521,8 @@ static void c_data(struct pc_conn *c, const void *data, size_t len, void *arg)
                 pc_conn_send(c, p, len);
         else if (s->mode == C_SHUT)
                 s->shut_read += len;
+        else if (s->mode == C_PAUSE)
+                s->got += len;
 }
 
 static void c_writable(struct pc_conn *c, void *arg)
