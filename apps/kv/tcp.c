@@ -11,7 +11,9 @@
  * them), and both go on as the client reads (on_writable) or other
  * workers answer (conn_room). While they wait, the backend's output
  * stays full and it stops reading the socket, so the input waits in the
- * kernel too.
+ * kernel too; and while they wait on other workers, with IN_HIGH bytes of
+ * requests kept here, reading pauses (pc_conn_pause_read) until the
+ * connection runs again.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -25,6 +27,8 @@
 
 /* An input buffer this much larger than what it holds is given back. */
 #define IN_SHRINK 65536
+/* Requests kept while stalled before reading pauses. */
+#define IN_HIGH 65536
 /* Replies go to the backend in pieces of at most this much, so a reply
  * larger than its output cap still goes out, piece by piece. */
 #define SEND_PIECE 65536
@@ -50,6 +54,7 @@ struct conn {
         bool stalled;  /* stopped while the sink was full: something waits */
         bool busy;     /* in pump(): a call from inside it returns at once */
         bool eof;      /* the client shut its write side */
+        bool rd_paused; /* pc_conn_pause_read() holds the input */
 };
 
 static void conn_close(struct conn *c)
@@ -408,6 +413,12 @@ static void pump(struct conn *c, const char *data, size_t len)
                         kv_sink_batch_end(&c->sink);
         } while (c->stalled && !c->closing && !c->sink.dead && !kv_sink_full(&c->sink));
         c->busy = false;
+        /* A stalled connection keeps little input; a running one reads
+         * (it may need more bytes to complete a request). */
+        if (!c->closing && !c->sink.dead &&
+            (c->stalled && c->in.len - c->in_off > IN_HIGH) != c->rd_paused &&
+            pc_conn_pause_read(c->pc, !c->rd_paused) == 0)
+                c->rd_paused = !c->rd_paused;
         if (c->eof && !c->stalled && !c->get_open && !c->quitting && !c->closing &&
             !c->sink.dead) {
                 /* The client is done sending: answer, then close. */
