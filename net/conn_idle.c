@@ -4,9 +4,12 @@
  * pc_conn_set_write_timeout()), written once for both backends. The
  * backends only count: bytes delivered to the service (rx_bytes) and
  * bytes of output done with (tx_done, pc_net_pvt.h). A periodic timer per
- * connection, every quarter of its shorter timeout, compares them with
+ * connection, every eighth of its shorter timeout, compares them with
  * what it saw last and notes the time of any progress, so the fast paths
- * never read the clock.
+ * never read the clock. Progress is noted up to a period after it
+ * happened, and a timeout seen up to a period after it passed: so a
+ * timeout comes between 1 and 1.25 times its length after the last
+ * progress, never early.
  *
  * What a timeout does depends on who serves the connection:
  * - a fiber (its handler still running): a reader that has waited the
@@ -88,7 +91,7 @@ static void idle_arm(struct pc_conn *c, struct pc__conn_idle *id)
                         pc_timer_cancel(&id->timer);
                 return;
         }
-        period = shortest / 4 > IDLE_TICK_MIN_NS ? shortest / 4 : IDLE_TICK_MIN_NS;
+        period = shortest / 8 > IDLE_TICK_MIN_NS ? shortest / 8 : IDLE_TICK_MIN_NS;
         /* The one error left on the connection's worker: a stopping run
          * (-ESHUTDOWN), after which the next run arms it again. */
         (void)pc_timer_start(&id->timer, period, period);

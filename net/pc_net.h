@@ -215,8 +215,8 @@ int pc_conn_abort(struct pc_conn *c);
  * waits @idle_ns for room while the peer takes nothing returns
  * -ETIMEDOUT; a callback connection whose queued output makes no
  * progress for @idle_ns ends with on_close(c, -ETIMEDOUT). The clock is
- * checked every @idle_ns / 4 (at least every millisecond), so a timeout
- * comes between @idle_ns and 1.25 x @idle_ns late. Sets both directions;
+ * checked every @idle_ns / 8 (a millisecond apart at the least), so a timeout
+ * comes 1 to 1.25 x @idle_ns after the last progress. Sets both directions;
  * pc_conn_set_write_timeout() then changes the writing one.
  * Errors: -EINVAL, -EXDEV, -EPIPE (closed), -ENOMEM.
  * The connection's worker only.
