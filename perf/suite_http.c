@@ -277,7 +277,7 @@ static double http_run(const struct bench_opts *o, enum pc_mode mode, unsigned *
         return v;
 }
 
-/* The client of @proto, or NULL with the bench told why it is missing. */
+/* Whether the client of @proto is installed; the bench is told when not. */
 static bool have_client(enum http_proto proto)
 {
         const char *tool = proto == HTTP_H2C ? "h2load" : "wrk";
@@ -295,6 +295,7 @@ int suite_http(const struct bench_opts *o)
         static struct http_side pc[3], peers[2];
         static char json[2048], text[2048];
         unsigned counts[2] = {1, 2}, ncounts = o->workers ? 1 : 2;
+        bool noted[2] = {false, false};
         struct bench_side sides[5];
         unsigned n = 0;
         bool over = false;
@@ -338,9 +339,10 @@ int suite_http(const struct bench_opts *o)
                         snprintf(k->name, sizeof(k->name), "%s-%s", proto_case[p],
                                  k->place.apart ? "apart" : "shared");
                         /* Every protocol places the client alike. */
-                        if (p == 0)
+                        if (!noted[c])
                                 lgen_place_note(&k->place, k->place.apart ? "apart" : "shared",
                                                 json, sizeof(json), text, sizeof(text));
+                        noted[c] = true;
                         over |= k->place.overprovisioned;
                         for (unsigned i = 0; i < n; i++)
                                 ((struct http_side *)sides[i].ctx)->k = k;
