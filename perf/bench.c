@@ -50,6 +50,7 @@ static const struct suite suites[] = {
         {"echo", suite_echo, "TCP echo 64 B req/s, pc-echo vs Tokio and epoll, two clients"},
         {"kv", suite_kv, "memcached get/set ops/s, pc-kv vs memcached, 32 B and 1 KB values"},
         {"tcp", suite_tcp, "TCP echo 64 B per core: percore's TCP on DPDK vs kernel TCP, Tokio"},
+        {"http", suite_http, "HTTP/1.1 and h2c req/s, pc-http vs nginx and h2o (wrk, h2load)"},
 #endif
 };
 #define NSUITES (sizeof(suites) / sizeof(suites[0]))

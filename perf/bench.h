@@ -133,6 +133,7 @@ int suite_fwd(const struct bench_opts *o);
 int suite_echo(const struct bench_opts *o);
 int suite_kv(const struct bench_opts *o);
 int suite_tcp(const struct bench_opts *o);
+int suite_http(const struct bench_opts *o);
 /* suite_echo.c: pc-echo --fibers ("fibers") against pc-echo's callbacks
  * ("base:callbacks"), one worker, the client on the same CPUs; for the
  * fiber suite's echo case. */

@@ -2,12 +2,15 @@
 /*
  * What the bench's load generators share: a log-linear latency histogram
  * (32 linear steps per power of two of nanoseconds, so a bucket is within
- * 1/32 of its values) and a process's CPU time from /proc.
+ * 1/32 of its values) and the CPU time of a process (and of its children)
+ * from /proc.
  */
 #ifndef PC_BENCH_LAT_H
 #define PC_BENCH_LAT_H
 
+#include <dirent.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <time.h>
 #include <string.h>
@@ -84,6 +87,48 @@ static inline double proc_cpu_s(pid_t pid)
                                 &utime, &stime) != 2)
                 return -1;
         return (double)(utime + stime) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* CPU seconds of process @pid and of its children (an nginx master's
+ * workers), from /proc; -1 if @pid is gone. A server whose work is in
+ * threads of one process reads as proc_cpu_s(). */
+static inline double proc_tree_cpu_s(pid_t pid)
+{
+        double sum = proc_cpu_s(pid);
+        struct dirent *e;
+        DIR *d;
+
+        if (sum < 0)
+                return -1;
+        d = opendir("/proc");
+        if (d == NULL)
+                return sum;
+        while ((e = readdir(d)) != NULL) {
+                char path[300], buf[512], *p;
+                int ppid;
+                FILE *f;
+                size_t n;
+
+                if (e->d_name[0] < '1' || e->d_name[0] > '9')
+                        continue;
+                snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+                f = fopen(path, "r");
+                if (f == NULL)
+                        continue;
+                n = fread(buf, 1, sizeof(buf) - 1, f);
+                fclose(f);
+                buf[n] = '\0';
+                /* The parent is the second field after the command. */
+                p = strrchr(buf, ')');
+                if (p && sscanf(p + 2, "%*c %d", &ppid) == 1 && ppid == pid) {
+                        double c = proc_cpu_s((pid_t)atoi(e->d_name));
+
+                        if (c > 0)
+                                sum += c;
+                }
+        }
+        closedir(d);
+        return sum;
 }
 
 #endif

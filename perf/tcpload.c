@@ -9,10 +9,13 @@
  * the whole echo before the next (closed loop, the shape of the echo
  * suite's lgen). Once every connection has its first echo back, a warm-up
  * runs, then the timed window; only replies completed inside it count.
+ * With --http each request is instead "GET / HTTP/1.1" on a keep-alive
+ * connection, and a reply is a whole 2xx response, framed by its
+ * Content-Length (http_resp.c): the http suite's client over DPDK.
  *
  *   percore-tcpload [--backend kernel|dpdk] -a ADDR -p PORT [-l OURS]
  *                   [-c CONNS] [-s BYTES] [-d SECONDS] [-w SECONDS]
- *                   [-t WORKERS] [--server-pid PID]
+ *                   [-t WORKERS] [--server-pid PID] [--http]
  *
  * The DPDK backend takes its EAL arguments from PERCORE_EAL_ARGS (port 0 is
  * the link) and needs -l, our own IPv4 address on it. PERCORE_CPUS pins the
@@ -20,11 +23,13 @@
  *
  *   tcpload: requests=N seconds=S req_per_sec=R p99_us=P server_cpu_s=C
  *
- * (server_cpu_s: the user + system time of process PID over the window,
- * -1 without --server-pid), closes its connections (waiting up to 2 s for
+ * (server_cpu_s: the user + system time of process PID and its children,
+ * such as an nginx master's workers, over the window; -1 without
+ * --server-pid), closes its connections (waiting up to 2 s for
  * them to close) and exits 0; 1 when a connection failed or
- * closed early, or the connections were not all up within 10 s; 2 for bad
- * arguments.
+ * closed early, a reply was not what was asked for (an echo of another
+ * length; with --http a response that is not a framed 2xx), or the
+ * connections were not all up within 10 s; 2 for bad arguments.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -36,6 +41,7 @@
 #include <string.h>
 
 #include "../apps/app_cli.h"
+#include "http_resp.h"
 #include "lat.h"
 #include "pc_knet.h"
 #include "percore.h"
@@ -74,6 +80,8 @@ static void *dport;
 static struct tconn conns[MAX_CONNS];
 static struct wstat wstats[PC_MAX_WORKERS];
 static char request[MAX_REQ];
+static bool http_mode;
+static struct http_resp_rx *rx; /* per connection, with --http */
 static _Atomic int phase = PH_CONNECT;
 static _Atomic unsigned up_count, closed_count, failures;
 static struct pc_timer clock_timer;
@@ -113,20 +121,34 @@ static void on_data(struct pc_conn *c, const void *data, size_t len, void *arg)
         struct tconn *k = arg;
         int ph;
 
-        (void)data;
         if (len == 0) {
                 if (atomic_load_explicit(&phase, memory_order_relaxed) != PH_DONE)
                         FAIL("the server closed a connection");
                 pc_conn_close(c);
                 return;
         }
-        k->got += len;
-        if (k->got < req_len)
-                return;
-        if (k->got > req_len) {
-                FAIL("%zu bytes echoed to a %lu-byte request", k->got, req_len);
-                pc_conn_close(c);
-                return;
+        if (http_mode) {
+                int n = http_resp_feed(&rx[k - conns], data, len);
+
+                if (n == 0)
+                        return;
+                if (n != 1) {
+                        if (n < 0)
+                                FAIL("a response the bench cannot count: %s", pc_strerror(n));
+                        else
+                                FAIL("%d responses to one request", n);
+                        pc_conn_close(c);
+                        return;
+                }
+        } else {
+                k->got += len;
+                if (k->got < req_len)
+                        return;
+                if (k->got > req_len) {
+                        FAIL("%zu bytes echoed to a %lu-byte request", k->got, req_len);
+                        pc_conn_close(c);
+                        return;
+                }
         }
         ph = atomic_load_explicit(&phase, memory_order_relaxed);
         if (!k->up) {
@@ -235,7 +257,7 @@ static void tick(struct pc_timer *t, void *arg)
         case PH_WARM:
                 if (now - t_warm >= (uint64_t)(warm_s * 1e9)) {
                         if (server_pid > 0)
-                                cpu0 = proc_cpu_s((pid_t)server_pid);
+                                cpu0 = proc_tree_cpu_s((pid_t)server_pid);
                         t0 = pc_now_ns();
                         atomic_store(&phase, PH_TIMED);
                 }
@@ -244,7 +266,7 @@ static void tick(struct pc_timer *t, void *arg)
                 if (now - t0 >= (uint64_t)(seconds * 1e9)) {
                         t1 = pc_now_ns();
                         if (server_pid > 0)
-                                cpu1 = proc_cpu_s((pid_t)server_pid);
+                                cpu1 = proc_tree_cpu_s((pid_t)server_pid);
                         finish();
                 }
                 break;
@@ -279,7 +301,7 @@ static void usage(FILE *f)
         fprintf(f,
                 "usage: percore-tcpload [--backend kernel|dpdk] -a ADDR -p PORT [-l OURS]\n"
                 "                       [-c CONNS] [-s BYTES] [-d SECONDS] [-w SECONDS]\n"
-                "                       [-t WORKERS] [--server-pid PID]\n"
+                "                       [-t WORKERS] [--server-pid PID] [--http]\n"
                 "  --backend B   kernel (io_uring sockets, default) or dpdk (percore's TCP\n"
                 "                on port 0 of PERCORE_EAL_ARGS)\n"
                 "  -a ADDR       the echo server's IPv4 address (default 127.0.0.1)\n"
@@ -290,7 +312,9 @@ static void usage(FILE *f)
                 "  -d SECONDS    timed window (2)\n"
                 "  -w SECONDS    warm-up once all are connected (0.5)\n"
                 "  -t WORKERS    client workers (1)\n"
-                "  --server-pid  report that process's CPU time over the window\n",
+                "  --server-pid  report that process's CPU time (its children's too) over the\n"
+                "                window\n"
+                "  --http        send GET / HTTP/1.1 (keep-alive), count whole responses\n",
                 MAX_CONNS, MAX_REQ);
 }
 
@@ -299,6 +323,7 @@ int main(int argc, char **argv)
         static const struct option lopts[] = {
                 {"backend", required_argument, NULL, 'b'},
                 {"server-pid", required_argument, NULL, 'P'},
+                {"http", no_argument, NULL, 'H'},
                 {"help", no_argument, NULL, 'h'},
                 {NULL, 0, NULL, 0},
         };
@@ -362,6 +387,9 @@ int main(int argc, char **argv)
                                 return 2;
                         }
                         break;
+                case 'H':
+                        http_mode = true;
+                        break;
                 case 'h':
                         usage(stdout);
                         return 0;
@@ -383,6 +411,15 @@ int main(int argc, char **argv)
                 return 2;
         }
         memset(request, 'q', sizeof(request));
+        if (http_mode) {
+                req_len = (unsigned long)snprintf(request, sizeof(request),
+                                                  "GET / HTTP/1.1\r\nHost: %s\r\n\r\n", server);
+                rx = calloc(nconns, sizeof(*rx));
+                if (rx == NULL) {
+                        fprintf(stderr, "percore-tcpload: out of memory\n");
+                        return 1;
+                }
+        }
 
         pc_config_init(&cfg);
         cfg.workers = (unsigned)nworkers;
