@@ -15,7 +15,7 @@
 
 #include <string.h>
 
-#include "proto_text_pvt.h"
+#include "token.h"
 
 /* ---- base64, as memcached's own coder ---------------------------------------------- */
 

@@ -24,7 +24,8 @@
 #include <time.h>
 
 #include "pc_shard.h"
-#include "proto_ascii.h"
+#include "req.h"
+#include "token.h"
 
 #define BUCKETS_INITIAL 1024
 /* Item chunks: sizes rounded up to CHUNK_ALIGN; those up to CHUNK_MAX are

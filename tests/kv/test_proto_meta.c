@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "pc_test.h"
+#include "proto_ascii.h"
 #include "proto_meta.h"
 
 #define ITEM_MAX 1024
