@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * memcached ASCII protocol parser, checked byte for byte against memcached
- * 1.6.18 (tests/apps/test_pc_kv_diff.sh). A command with the wrong number
+ * 1.6.18 (tests/apps/kv/test_pc_kv_diff.sh). A command with the wrong number
  * of tokens is "ERROR", a bad number or key is "CLIENT_ERROR bad command
  * line format", incr/decr and touch/gat/flush_all have their own messages
  * for a bad argument. The checks run in memcached's order, and where
