@@ -22,12 +22,7 @@ spid=
 stop_server() { dpdk_stop; }
 # shellcheck source=../veth.sh
 . "$(dirname "$0")/../veth.sh"
-cleanup() {
-	stop_server
-	veth_down "$ns" "$v0"
-	rm -f "$out"
-}
-trap cleanup EXIT
+trap 'veth_cleanup "$ns" "$v0"' EXIT
 
 veth_need_root
 msg=$(veth_up "$ns" "$v0" "$v1" "$theirs/24") || fail "$msg"
