@@ -139,6 +139,8 @@ void kv_shard_lend_start(void);
  *  kv_wstats): true, then it runs one request on that store and calls
  *  kv_shard_return(). */
 bool kv_shard_borrow(unsigned me, unsigned owner);
+
+/** Give back @owner's shard, taken by kv_shard_borrow(). */
 void kv_shard_return(unsigned owner);
 
 /* ---- stats.c ------------------------------------------------------------------------ */
