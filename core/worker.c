@@ -35,8 +35,8 @@ static uint64_t splitmix64(uint64_t x)
 /*
  * Whether worker @cpu's idle spin runs a pause per iteration. A pause is
  * there to give a core's shared pipeline to its other hardware thread
- * (and, on a core of its own, costs about half of an idle iteration:
- * 25 of 50 ns on an EPYC, time in which a message that arrived waits).
+ * (and, on a core of its own, costs about half of an idle iteration,
+ * time in which a message that arrived waits).
  * So it pauses when the core has another online thread, or when it is
  * not pinned and cannot know; a worker alone on its core polls flat out,
  * as a DPDK or Seastar poll loop does, except while a poller says its
@@ -564,11 +564,11 @@ static void spin_set(struct pc_worker *w, uint64_t ns)
  * the idle period began. Otherwise, and with no such waker (a timeout, a
  * kernel completion, a busy worker's message, another thread's
  * pc_runtime_inject(), a sleep that never began), it halves, down to @min:
- * a spin that keeps a CPU from a client on it gives way, as before.
+ * a spin that keeps a CPU from a client on it gives way.
  * Halving there too lets two such workers reach the shortest spin
  * together, after which each waits out the other's wake latency, longer
- * than any spin it tries, and every call parks both for good (about
- * 112 us a call instead of 0.3 us, measured on a 2-vCPU VM).
+ * than any spin it tries, and every call parks both for good (a wake-up
+ * per call instead of a spin).
  */
 uint64_t pc__spin_after_park(uint64_t spin, uint64_t max, uint64_t min, uint64_t idle_since,
                              uint64_t woken_at, uint64_t now)
@@ -652,14 +652,13 @@ static bool idle(struct pc_worker *w, uint64_t now)
 }
 
 /*
- * The first idle pass after work reads the clock to start the idle spell,
- * ~27 ns on a kvm-clock guest, right when the next message of a near pair
- * (a call answered by a worker that shares our cache) is due: a poller
- * that waits on such a line asks for PC__POLL_EAGER, and then, when the
- * busy pass read the clock itself, the spell starts at that reading
- * instead. The
- * accounting loses nothing: the busy pass's work was counted up to its
- * reading, and what follows it is this idle pass.
+ * The first idle pass after work reads the clock to start the idle spell
+ * (dear on some virtual machines), right when the next message of a near
+ * pair (a call answered by a worker that shares our cache) is due: a
+ * poller that waits on such a line asks for PC__POLL_EAGER, and then, when
+ * the busy pass read the clock itself, the spell starts at that reading
+ * instead. The accounting loses nothing: the busy pass's work was counted
+ * up to its reading, and what follows it is this idle pass.
  */
 static inline bool eager_idle(struct pc_worker *w)
 {
@@ -717,11 +716,9 @@ void pc__worker_loop(struct pc_worker *w)
                  * tasks here (a fiber that a reply or a completion woke, a
                  * task a poller spawned): they run first, and the next pass
                  * reads the clock, counting both passes as the end of the
-                 * idle spell. The clock is dear on some hosts (the pass
-                 * that read it took ~130 ns more on a PVM guest), and a
-                 * woken fiber that answers, or calls another worker, waited
-                 * behind it: a fiber's pc_call_await() round trip went
-                 * from 584 to 549 ns (medians) there. */
+                 * idle spell. The clock is dear on some hosts, and a
+                 * woken fiber that answers, or calls another worker, would
+                 * wait behind it. */
                 if (n == 0 && (w->idle_since || eager_idle(w)) &&
                     ++w->idle_clock < PC_IDLE_CLOCK_EVERY) {
                         /* Then the rest of the pass has nothing to do: no

@@ -2,8 +2,8 @@
 /*
  * percore-bench internals: what a suite calls to have its sides measured
  * in rounds and its records kept (bench.c), and the suites. A suite
- * measures; bench.c repeats, and bench_report.h's writers print the table
- * and JSON.
+ * measures; bench.c repeats; main.c runs the suites and hands the records
+ * to bench_report.h's writers.
  */
 #ifndef PC_BENCH_H
 #define PC_BENCH_H
@@ -14,6 +14,7 @@
 
 #include "bench_ratio.h"
 #include "bench_record.h"
+#include "bench_report.h"
 #include "percore.h"
 
 /*
@@ -123,6 +124,23 @@ void bench_info_of(const char *suite, const char *members, const char *title,
 /* Whether execvp() would find @name: a path to an executable, or an
  * executable file of that name in a directory on PATH. Any thread. */
 bool bench_on_path(const char *name);
+
+/* Suites percore-bench runs at most. */
+#define BENCH_MAX_SUITES 16
+
+/* Run suite @name (@run) with @o, noting the host's steal over it for
+ * the writers. Returns what @run returned. Main thread only. */
+int bench_run_suite(const char *name, int (*run)(const struct bench_opts *o),
+                    const struct bench_opts *o);
+
+/*
+ * What the suites run so far made: their records, notes and steal, with
+ * @config (@len bytes) the configuration the runs used: the bench's
+ * settings for @o, then the environment on top, as pc_runtime_create()
+ * applies them. Main thread only.
+ */
+void bench_results(const struct bench_opts *o, struct bench_results *r, char *config,
+                   size_t len);
 
 /* Suites. */
 int suite_spawn(const struct bench_opts *o);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the http suite's two files share: suite_http.c's loopback cases
- * and http_memif.c's case over DPDK both start pc-http the same way.
+ * What the http suite's files share: suite_http.c's loopback cases and
+ * http_memif.c's case over DPDK both start pc-http the same way
+ * (http_pc.c).
  */
 #ifndef PC_BENCH_HTTP_SUITE_H
 #define PC_BENCH_HTTP_SUITE_H

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # The msg suite in 3 separate percore-bench processes, compared: per
-# process the median over its alternated rounds of each ratio issue 18
-# sets a target for, then the spread of each across the processes.
+# process the median over its alternated rounds of each ratio that has a
+# target below, then the spread of each across the processes.
 #
 #   call vs pingpong       call round trip <= 1.5x peer:pingpong's
 #   call vs rte_ring_rtt   call round trip <= 1.0x peer:rte_ring_rtt's
 #   submit vs rte_ring     pc_submit >= 1.0x peer:rte_ring's throughput
 #   burst vs rte_ring      the same for pc_submit_burst() of 32 (the peer's
-#                          own burst), no target of the issue's
+#                          own burst), no target
 #   spread                 each ratio's max/min over the processes <= 1.2
 #
 # Ratios are the bench's: above 1 when percore is better (a round-trip

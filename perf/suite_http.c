@@ -74,11 +74,6 @@ struct http_side {
 /* The pipelining script, written once per suite run. */
 static char lua_path[64];
 
-const char *http_pc_path(void)
-{
-        return child_app_path("pc-http", "PERCORE_HTTP");
-}
-
 /* The script wrk runs for the pipeline16 cases: PIPELINE_DEPTH copies of
  * the request wrk would send (wrk.format() with no arguments: GET of the
  * URL's path, Host added) in one buffer, sent on each connection whenever
@@ -211,23 +206,6 @@ static bool h2c_probe(uint16_t port)
         status = child_collect(c, fd, out, sizeof(out), 10000, NULL);
         return status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
                h2load_out_parse(out, &r) == 0 && h2c_ok(&r);
-}
-
-pid_t http_pc_spawn(const struct lgen_place *pl, enum pc_mode mode, uint16_t port)
-{
-        char ports[16], threads[16], modev[64], cpusv[300];
-        const char *env[] = {modev, cpusv,
-                             pl->overprovisioned ? "PERCORE_OVERPROVISIONED=1"
-                                                 : "PERCORE_OVERPROVISIONED=0",
-                             NULL};
-        char *argv[] = {(char *)http_pc_path(), "-l", "127.0.0.1", "-p", ports, "-t", threads,
-                        NULL};
-
-        snprintf(ports, sizeof(ports), "%u", port);
-        snprintf(threads, sizeof(threads), "%u", pl->workers);
-        snprintf(modev, sizeof(modev), "PERCORE_MODE=%s", pc_mode_name(mode));
-        snprintf(cpusv, sizeof(cpusv), "PERCORE_CPUS=%s", pl->server_cpus);
-        return child_spawn(argv, env, NULL);
 }
 
 static double pc_run(const struct bench_opts *o, enum pc_mode mode, struct http_case *k)

@@ -369,7 +369,7 @@ double msg_call_run(const struct bench_opts *o, enum pc_mode mode, unsigned *wor
 /*
  * Every worker idles in a polling loop with its mailbox poller registered;
  * the cost is the worker thread's CPU time per loop iteration, so workers
- * sharing a CPU (32 on this machine's 2) do not inflate it. With doorbells
+ * sharing a CPU (more workers than CPUs) do not inflate it. With doorbells
  * it should not grow with the worker count.
  */
 struct idle_ctx {

@@ -20,13 +20,10 @@
 /* Tunables, in one place. */
 /* Publish a ring's tail at least every this many messages (a quarter of a
  * smaller ring: sw->batch). Each publication costs the sender a transfer
- * of the tail's line, which the receiver polls. On a Zen 5 host
- * (2026-12-02), with the two vCPUs ~400 ns apart, a stream of
- * pc_submit()s took 23 M/s publishing every 16, 68-78 every 32, 99-108
- * every 64 and 108 every 128, against 86-90 M/s for rte_ring's bursts of
- * 32 (the sender stalls on each tail store while its store buffer fills
- * behind it); ~110 ns apart, 150-154 M/s every 16 and 266-318 every 64,
- * against 290-326 M/s. */
+ * of the tail's line, which the receiver polls, and the sender stalls on
+ * each tail store while its store buffer fills behind it: every 16 or 32
+ * falls behind rte_ring's bursts of 32, every 64 keeps up with them
+ * whether the two CPUs are near or far. */
 #define PC_MBOX_BATCH 64
 #define PC_MBOX_DRAIN_MAX 256  /* most messages taken from one ring per poll */
 #define PC_MBOX_PREFETCH 4     /* slots ahead the receiver prefetches */

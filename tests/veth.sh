@@ -73,6 +73,19 @@ veth_down() {
 	true
 }
 
+# veth_cleanup NS V0 [NS2...]: a netns test's exit trap. Stops the test's
+# server (its stop_server, when it defines one), removes the namespaces
+# NS2... and then NS with the pair V0, and the server's output file $out.
+veth_cleanup() {
+	local ns=$1 v0=$2 n
+	shift 2
+	if declare -F stop_server >/dev/null; then stop_server; fi
+	for n in "$@"; do ip netns del "$n" 2>/dev/null; done
+	veth_down "$ns" "$v0"
+	if [ -n "${out:-}" ]; then rm -f "$out"; fi
+	true
+}
+
 # veth_need_root: exit 77 (meson's skip), saying why, unless we are root
 # and have ethtool, which every netns test needs.
 veth_need_root() {

@@ -1,174 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Where a request runs, and replies kept in request order per sink.
- *
- * A request whose key this worker owns runs here and now; any other goes
- * to the owner by pc_call() with its own copy of the key and value, and
- * its reply comes back as bytes. Each reply that cannot be written at
- * once takes a place (struct pending) in the sink's queue; the queue is
- * sent from its head as places fill. A multi-key get takes one place with
- * a part per key, so its values come out in key order whichever shard
- * answers first.
+ * Where a request runs. A request whose key this worker owns runs here
+ * and now; any other goes to the owner by pc_call() with its own copy of
+ * the key and value, and its reply comes back as bytes into the reply
+ * place it took in its sink (sink.h).
  */
 #include <errno.h>
 #include <limits.h>
-#include <sched.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kv_pvt.h"
 #include "pc_shard.h"
-
-/* A reply place: parts filled in any order, sent in order once all are. */
-struct pending {
-        struct pending *next;
-        size_t held; /* counted in the sink's held: this header and its parts */
-        unsigned nparts, waiting;
-        bool end;  /* followed by "END\r\n" (the ASCII get family) */
-        bool keyed; /* an ASCII multi-key get's keys: ops->key_end after each */
-        bool mark; /* no reply: kv_sink_mark()'s place in the queue */
-        struct buf parts[];
-};
-
-/* A sink's buffer larger than this is given back once sent. */
-#define OUT_SHRINK 65536
-
-/* @n more bytes of @pd count against its sink's bound. */
-static void place_count(struct kv_sink *k, struct pending *pd, size_t n)
-{
-        pd->held += n;
-        k->held += n;
-}
-
-/* The place kv_sink_slot() gave last has its reply by now: count it. */
-static void slot_settle(struct kv_sink *k)
-{
-        struct pending *pd = k->slot;
-
-        if (pd) {
-                place_count(k, pd, pd->parts[0].len);
-                k->slot = NULL;
-        }
-}
-
-bool kv_sink_full(struct kv_sink *k)
-{
-        if (k->ops->backlog == NULL)
-                return false;
-        slot_settle(k);
-        return k->refs >= KV_CALLS_MAX ||
-               k->out.len + k->held + k->ops->backlog(k) >= KV_OUT_HIGH;
-}
-
-struct pending *kv_pending_add(struct kv_sink *k, unsigned nparts)
-{
-        size_t size = sizeof(struct pending) + nparts * sizeof(struct buf);
-        struct pending *pd = calloc(1, size);
-
-        if (pd == NULL) {
-                k->out.oom = true;
-                return NULL;
-        }
-        slot_settle(k);
-        place_count(k, pd, size);
-        pd->nparts = nparts;
-        pd->waiting = nparts;
-        if (k->tail)
-                k->tail->next = pd;
-        else
-                k->head = pd;
-        k->tail = pd;
-        return pd;
-}
-
-static void pending_free(struct kv_sink *k, struct pending *pd)
-{
-        if (k->slot == pd)
-                k->slot = NULL;
-        k->held -= pd->held;
-        for (unsigned i = 0; i < pd->nparts; i++)
-                buf_free(&pd->parts[i]);
-        free(pd);
-}
-
-void kv_sink_fini(struct kv_sink *k)
-{
-        while (k->head) {
-                struct pending *n = k->head->next;
-
-                pending_free(k, k->head);
-                k->head = n;
-        }
-        k->tail = NULL;
-        buf_free(&k->out);
-}
-
-void kv_sink_unref(struct kv_sink *k)
-{
-        k->refs--;
-        if (!k->dead && k->ops->room) {
-                /* The transport may end during the call: keep the sink. */
-                k->pins++;
-                k->ops->room(k);
-                k->pins--;
-        }
-        if (k->refs == 0 && k->pins == 0 && k->dead)
-                k->ops->release(k);
-}
-
-void kv_sink_kill(struct kv_sink *k)
-{
-        k->dead = true;
-        if (k->refs == 0 && k->pins == 0)
-                k->ops->release(k);
-}
-
-static bool sink_send(struct kv_sink *k, struct buf *b)
-{
-        if (b->oom) {
-                /* A reply we could not build: the stream is broken. */
-                return k->ops->send(k, NULL, 0);
-        }
-        return b->len == 0 || k->ops->send(k, b->p, b->len);
-}
-
-void kv_sink_flush(struct kv_sink *k)
-{
-        if (k->dead)
-                return;
-        if (!sink_send(k, &k->out))
-                return;
-        if (k->out.len && k->ops->reply_end)
-                k->ops->reply_end(k);
-        k->out.len = 0;
-        if (k->out.cap > OUT_SHRINK)
-                buf_free(&k->out); /* a large reply's room, not kept idle */
-        while (k->head && k->head->waiting == 0) {
-                struct pending *pd = k->head;
-
-                for (unsigned i = 0; i < pd->nparts; i++) {
-                        if (!sink_send(k, &pd->parts[i]))
-                                return;
-                        /* More keys follow this one: in this place, or
-                         * in the next one of a get taken part by part. */
-                        if (pd->keyed && (i + 1 < pd->nparts || !pd->end) && k->ops->key_end)
-                                k->ops->key_end(k);
-                }
-                if (pd->end && !k->ops->send(k, "END\r\n", 5))
-                        return;
-                if (pd->mark)
-                        k->ops->mark(k);
-                else if (k->ops->reply_end)
-                        k->ops->reply_end(k);
-                k->head = pd->next;
-                if (k->head == NULL)
-                        k->tail = NULL;
-                pending_free(k, pd);
-        }
-        if (k->head == NULL)
-                k->ops->drained(k);
-}
 
 /* Batch tags: per worker, the worker in the low bits, never 0. */
 static struct {
@@ -184,185 +27,19 @@ static uint32_t sink_batch(struct kv_sink *k)
         return k->batch;
 }
 
-void kv_sink_mark(struct kv_sink *k)
-{
-        struct pending *pd;
-
-        if (k->ops->mark == NULL || k->dead)
-                return;
-        if (k->head == NULL) {
-                kv_sink_flush(k); /* k->out's bytes, if any, come first */
-                if (!k->dead)
-                        k->ops->mark(k);
-                return;
-        }
-        pd = kv_pending_add(k, 0);
-        if (pd) {
-                pd->waiting = 0;
-                pd->mark = true;
-        }
-}
-
-void kv_sink_batch_end(struct kv_sink *k)
-{
-        k->batch = 0;
-        k->nreq = 0;
-        kv_sink_flush(k);
-}
-
-struct buf *kv_sink_slot(struct kv_sink *k)
-{
-        struct pending *pd;
-
-        if (k->head == NULL)
-                return &k->out;
-        pd = kv_pending_add(k, 1);
-        if (pd == NULL)
-                return NULL;
-        pd->waiting = 0;
-        k->slot = pd; /* its bytes are counted once written */
-        return &pd->parts[0];
-}
-
-void kv_pending_fill(struct kv_sink *k, struct pending *pd, unsigned part, struct buf *b)
-{
-        if (k->dead) {
-                buf_free(b);
-                return;
-        }
-        buf_free(&pd->parts[part]);
-        pd->parts[part] = *b;
-        place_count(k, pd, b->len);
-        memset(b, 0, sizeof(*b));
-        pd->waiting--;
-        if (pd == k->head)
-                kv_sink_flush(k);
-}
-
-/* ---- shards lent while their owner sleeps ----------------------------------------------- */
-
-/*
- * By default another worker reaches a shard only through its owner's
- * mailbox (pc_call()), as everywhere in percore. An overprovisioned
- * runtime (PERCORE_OVERPROVISIONED=1: CPUs shared with the clients) lends
- * a sleeping owner's shard instead, because there the two wake-ups a call
- * costs (the owner's, then the caller's with the reply) are turns taken
- * from the clients, for one request.
- *
- * A worker touches a store only while it holds that shard's token. The
- * owner takes its own back whenever it uses it (kv_shard_hold) and, when
- * lending, lets it go as it parks (the poller below), so a token is free
- * while its owner sleeps or has not used its store since it woke. Another
- * worker with a request for that shard then takes the token, runs the
- * request on the owner's store itself and gives the token back. The
- * token's acquire and release order every store access after the last
- * holder's. Without lending no other worker takes a token, and the owner's
- * hold finds its own at once.
- *
- * Only a worker with no call of its own in flight borrows, so a request
- * never overtakes an earlier one from the same worker (its connections'
- * order, a flush_all before a get); requests from different connections
- * were never ordered.
- */
+/* This worker's pc_calls whose done has not run. */
 static struct {
-        _Alignas(64) _Atomic unsigned holder; /* worker + 1, or 0: free */
-} tokens[PC_MAX_WORKERS];
-
-static struct {
-        _Alignas(64) unsigned calls_out; /* this worker's pc_calls whose done has not run */
+        _Alignas(64) unsigned calls_out;
 } mine[PC_MAX_WORKERS];
 
-/* Set once, by kv_shard_lend_start(); read by every worker. */
-static _Alignas(64) _Atomic bool lending;
-
-static inline void relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
-}
-
-void kv_shard_hold(void)
-{
-        unsigned me = (unsigned)pc_worker_id(), free_ = 0;
-
-        if (atomic_load_explicit(&tokens[me].holder, memory_order_relaxed) == me + 1)
-                return;
-        /* A borrower holds it for one request; if the kernel preempted
-         * that thread meanwhile, give it the CPU rather than spin. */
-        for (unsigned spins = 0;
-             !atomic_compare_exchange_weak_explicit(&tokens[me].holder, &free_, me + 1,
-                                                    memory_order_acquire,
-                                                    memory_order_relaxed);
-             spins++) {
-                free_ = 0;
-                if (spins >= 1000)
-                        sched_yield();
-                else
-                        relax();
-        }
-}
-
-/* Take @owner's shard if it is free and we may: run one request on it,
- * then shard_return(). */
+/* Take @owner's shard if it is lent and free: run one request on it, then
+ * kv_shard_return(). Only a worker with no call of its own in flight
+ * borrows, so a request never overtakes an earlier one from the same
+ * worker (its connections' order, a flush_all before a get); requests
+ * from different connections were never ordered. */
 static bool shard_borrow(unsigned me, unsigned owner)
 {
-        unsigned free_ = 0;
-
-        if (!atomic_load_explicit(&lending, memory_order_relaxed) || mine[me].calls_out ||
-            atomic_load_explicit(&tokens[owner].holder, memory_order_relaxed) != 0)
-                return false;
-        if (!atomic_compare_exchange_strong_explicit(&tokens[owner].holder, &free_, me + 1,
-                                                     memory_order_acquire, memory_order_relaxed))
-                return false;
-        kv_wstats[me].borrowed++;
-        return true;
-}
-
-static void shard_return(unsigned owner)
-{
-        atomic_store_explicit(&tokens[owner].holder, 0, memory_order_release);
-}
-
-static unsigned lend_poll(void *arg)
-{
-        (void)arg;
-        return 0;
-}
-
-/* About to sleep: the shard is free to borrow until we use it again. */
-static bool lend_prepare_sleep(void *arg)
-{
-        unsigned me = (unsigned)pc_worker_id();
-
-        (void)arg;
-        if (atomic_load_explicit(&tokens[me].holder, memory_order_relaxed) == me + 1)
-                atomic_store_explicit(&tokens[me].holder, 0, memory_order_release);
-        return true;
-}
-
-static const struct pc_poller_ops lend_ops = {
-        .name = "kv-shard-lend",
-        .poll = lend_poll,
-        .prepare_sleep = lend_prepare_sleep,
-};
-
-static void lend_start(void *arg)
-{
-        (void)arg;
-        if (pc_poller_register(&lend_ops, NULL, NULL))
-                pc_log(PC_LOG_WARN, "pc-kv: worker %d keeps its shard (no poller)",
-                       pc_worker_id());
-}
-
-void kv_shard_lend_start(void)
-{
-        unsigned n = pc_runtime_workers(kv_rt);
-
-        atomic_store_explicit(&lending, true, memory_order_relaxed);
-        for (unsigned w = 0; w < n; w++)
-                if (pc_spawn_on(w, lend_start, NULL))
-                        pc_log(PC_LOG_WARN, "pc-kv: worker %u keeps its shard", w);
+        return mine[me].calls_out == 0 && kv_shard_borrow(me, owner);
 }
 
 /* ---- one key on its owner ------------------------------------------------------------ */
@@ -490,7 +167,7 @@ static bool dispatch_get(struct kv_sink *k, const struct kv_req *r, size_t *curs
                                         break;
                         }
                         if (store != me)
-                                shard_return(store);
+                                kv_shard_return(store);
                         more = more_keys(r, pos);
                         if (ascii && !more)
                                 buf_add(&k->out, "END\r\n", 5);
@@ -511,12 +188,12 @@ static bool dispatch_get(struct kv_sink *k, const struct kv_req *r, size_t *curs
                 if (owner == me) {
                         kv_shard_hold();
                         kv_run(kv_stores[me], r, key, kn, &pd->parts[i]);
-                        place_count(k, pd, pd->parts[i].len);
+                        kv_pending_count(k, pd, pd->parts[i].len);
                         pd->waiting--;
                 } else if (shard_borrow(me, owner)) {
                         kv_run(kv_stores[owner], r, key, kn, &pd->parts[i]);
-                        shard_return(owner);
-                        place_count(k, pd, pd->parts[i].len);
+                        kv_shard_return(owner);
+                        kv_pending_count(k, pd, pd->parts[i].len);
                         pd->waiting--;
                 } else {
                         run_remote(k, pd, i, r, key, kn, owner);
@@ -549,7 +226,7 @@ static void dispatch_one(struct kv_sink *k, const struct kv_req *r)
                 if (b)
                         kv_run(kv_stores[owner], r, NULL, 0, b);
                 if (owner != me)
-                        shard_return(owner);
+                        kv_shard_return(owner);
                 return;
         }
         pd = kv_pending_add(k, 1);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * memcached ASCII protocol parser, checked byte for byte against memcached
- * 1.6.18 (tests/apps/test_pc_kv_diff.sh). A command with the wrong number
+ * 1.6.18 (tests/apps/kv/test_pc_kv_diff.sh). A command with the wrong number
  * of tokens is "ERROR", a bad number or key is "CLIENT_ERROR bad command
  * line format", incr/decr and touch/gat/flush_all have their own messages
  * for a bad argument. The checks run in memcached's order, and where
@@ -16,7 +16,8 @@
 
 #include <string.h>
 
-#include "proto_text_pvt.h"
+#include "proto_meta.h"
+#include "token.h"
 
 /* Tokens a non-get command may have; more makes the line an "ERROR". */
 #define MAX_TOKENS 8
@@ -43,117 +44,6 @@ void kv_parser_init(struct kv_parser *p, size_t item_max)
 {
         p->item_max = item_max;
         p->swallow = 0;
-}
-
-bool kv__tok_is(const struct kv_tok *t, const char *word)
-{
-        size_t n = strlen(word);
-
-        return t->n == n && memcmp(t->s, word, n) == 0;
-}
-
-unsigned kv__tokenize(const char *line, size_t len, struct kv_tok *t, unsigned max)
-{
-        unsigned n = 0;
-        size_t i = 0;
-
-        while (i < len) {
-                size_t start;
-
-                while (i < len && line[i] == ' ')
-                        i++;
-                if (i == len)
-                        break;
-                start = i;
-                while (i < len && line[i] != ' ')
-                        i++;
-                if (n == max)
-                        return max + 1;
-                t[n].s = line + start;
-                t[n].n = i - start;
-                n++;
-        }
-        return n;
-}
-
-/* isspace() in the C locale. */
-static bool is_space(char c)
-{
-        return c == ' ' || (c >= '\t' && c <= '\r');
-}
-
-/*
- * What strtoull() and strtol() read of a token, the way memcached's
- * safe_strto*() wrappers judge it: white space, an optional sign, at least
- * one digit, then the token's end or a white-space byte (whatever follows
- * that is ignored: "5\tx" is 5). False when there are no digits, anything
- * else follows them, or the magnitude needs more than 64 bits.
- */
-static bool scan_num(const struct kv_tok *t, bool *neg, uint64_t *mag)
-{
-        size_t i = 0, first;
-        uint64_t v = 0;
-        bool fits = true;
-
-        while (i < t->n && is_space(t->s[i]))
-                i++;
-        *neg = i < t->n && t->s[i] == '-';
-        if (i < t->n && (t->s[i] == '-' || t->s[i] == '+'))
-                i++;
-        for (first = i; i < t->n && t->s[i] >= '0' && t->s[i] <= '9'; i++) {
-                unsigned d = (unsigned)(t->s[i] - '0');
-
-                if (v > (UINT64_MAX - d) / 10)
-                        fits = false;
-                v = v * 10 + d;
-        }
-        if (i == first || !fits || (i < t->n && !is_space(t->s[i])))
-                return false;
-        *mag = v;
-        return true;
-}
-
-/* safe_strtoull(): strtoull() refusing a '-' that leaves the value negative
- * as an int64, so "-0" is 0 and "-18446744073709551615" (wrapped) is 1. */
-bool kv__parse_u64(const struct kv_tok *t, uint64_t *out)
-{
-        uint64_t mag, v;
-        bool neg;
-
-        if (!scan_num(t, &neg, &mag))
-                return false;
-        v = neg ? 0 - mag : mag;
-        if (neg && v > INT64_MAX)
-                return false;
-        *out = v;
-        return true;
-}
-
-/* safe_strtoul() with a 64-bit long, stored in 32 bits: the same as
- * parse_u64, then truncated ("4294967296" is 0). */
-bool kv__parse_u32(const struct kv_tok *t, uint32_t *out)
-{
-        uint64_t v;
-
-        if (!kv__parse_u64(t, &v))
-                return false;
-        *out = (uint32_t)v;
-        return true;
-}
-
-/* safe_strtol(): strtol() in a 64-bit long, stored in an int32_t, so only
- * the low 32 bits count ("2147483648" is INT32_MIN, "4294967297" is 1). */
-bool kv__parse_i32(const struct kv_tok *t, int64_t *out)
-{
-        uint64_t mag;
-        uint32_t lo;
-        bool neg;
-
-        if (!scan_num(t, &neg, &mag) || mag > (neg ? (uint64_t)INT64_MAX + 1 : INT64_MAX))
-                return false;
-        lo = (uint32_t)(neg ? 0 - mag : mag);
-        *out = lo > INT32_MAX ? (int64_t)lo - ((int64_t)1 << 32) : (int64_t)lo;
-        return true;
 }
 
 static bool last_is_noreply(const struct kv_tok *t, unsigned n)

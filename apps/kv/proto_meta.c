@@ -2,7 +2,7 @@
 /*
  * memcached's meta commands: the line's parser (called by kv_parse() for
  * a two-byte command starting with 'm') and the reply encoder. Checked
- * byte for byte against memcached 1.6.18 (tests/apps/test_pc_kv_meta.py).
+ * byte for byte against memcached 1.6.18 (tests/apps/kv/test_pc_kv_meta.py).
  *
  * The checks follow memcached's proto_text.c in its order: token count,
  * key length, flag count, then one pass over the flags that reads every
@@ -15,7 +15,7 @@
 
 #include <string.h>
 
-#include "proto_text_pvt.h"
+#include "token.h"
 
 /* ---- base64, as memcached's own coder ---------------------------------------------- */
 

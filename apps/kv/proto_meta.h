@@ -30,7 +30,10 @@
 
 #include <stddef.h>
 
-#include "proto_ascii.h"
+#include "buf.h"
+#include "req.h"
+#include "result.h"
+#include "token.h"
 
 /* The errors of the meta commands that the classic ones do not have. */
 #define KV_ERR_META_FLAG "CLIENT_ERROR invalid flag\r\n"
@@ -42,6 +45,18 @@
 
 /** Longest O token, the 'O' included. */
 #define KV_META_OPAQUE_MAX 32
+
+/** The most tokens a meta command line may have (memcached counts one
+ *  more, its end, and refuses more than 20). */
+#define KV_META_TOKENS 19
+
+/** Parse a meta command line (its first token is "m" and one more byte)
+ *  into @req, in memcached 1.6.18's order of checks. For ms, req->dlen is
+ *  the data block's length and kv_parse() reads it; an ms refused after
+ *  its length was read sets p->swallow to skip the block. For kv_parse()
+ *  (proto_ascii.c), which reads the ASCII stream these lines come in. */
+enum kv_parse_rc kv__meta_parse(struct kv_parser *p, const struct kv_tok *t, unsigned n,
+                                struct kv_req *req, const char **err);
 
 /**
  * Write the reply to the meta request @r from @res: the status code, the

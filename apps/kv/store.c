@@ -10,8 +10,8 @@
  * that replaces a value allocates the new item before it frees the old,
  * so with a steady mix each class keeps a chunk or two and no set reaches
  * malloc: glibc's own cache (tcache) stops at 1032 bytes, and above it
- * every malloc and free of a 1 KB value's item took the arena's bins
- * (3-5 % of pc-kv's CPU with 1 KB values, perf). The lists are the
+ * every malloc and free of a 1 KB value's item takes the arena's bins.
+ * The lists are the
  * store's, so whoever holds the shard (its owner or a borrower) uses them
  * without a lock. What they keep is bounded (chunk_cache_cap()) and not
  * counted in the store's bytes: it is free memory kept back from malloc.
@@ -24,7 +24,8 @@
 #include <time.h>
 
 #include "pc_shard.h"
-#include "proto_ascii.h"
+#include "req.h"
+#include "token.h"
 
 #define BUCKETS_INITIAL 1024
 /* Item chunks: sizes rounded up to CHUNK_ALIGN; those up to CHUNK_MAX are

@@ -119,7 +119,7 @@ const struct kv_item *kv_store_gat(struct kv_store *s, const char *key, size_t k
 #define KV_W_KEY_BINARY 0x2 /**< the key came in base64 (b): KV_IT_KEY_BINARY */
 
 /** set, add, replace, append, prepend, cas: @mode is one of those
- *  commands' enum kv_cmd values from proto_ascii.h; @cas for cas, and for
+ *  commands' enum kv_cmd values from req.h; @cas for cas, and for
  *  append/prepend when non-zero (binary protocol, meta C: must match, else
  *  KV_EXISTS). @opts: KV_W_* or 0. */
 enum kv_store_rc kv_store_update(struct kv_store *s, int mode, const char *key, size_t klen,

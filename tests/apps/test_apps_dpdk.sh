@@ -22,12 +22,7 @@ spid=
 stop_server() { dpdk_stop; }
 # shellcheck source=../veth.sh
 . "$(dirname "$0")/../veth.sh"
-cleanup() {
-	stop_server
-	veth_down "$ns" "$v0"
-	rm -f "$out"
-}
-trap cleanup EXIT
+trap 'veth_cleanup "$ns" "$v0"' EXIT
 
 veth_need_root
 msg=$(veth_up "$ns" "$v0" "$v1" "$theirs/24") || fail "$msg"
@@ -172,14 +167,14 @@ fi
 # What a client that reads no reply makes pc-kv hold, on percore's TCP:
 # the amplification probe (test_pc_kv_bound.sh) from the kernel's side,
 # smaller than there since af_packet is slower than loopback.
-ip netns exec "$ns" python3 "$(dirname "$0")/kv_bound.py" "$ours" 11211 "$spid" 2 1000000 "$bound" \
+ip netns exec "$ns" python3 "$(dirname "$0")/kv/kv_bound.py" "$ours" 11211 "$spid" 2 1000000 "$bound" \
 	"$probe" || fail "pc-kv reply memory bound over DPDK TCP"
 stop_server || fail "pc-kv exit status"
 grep -q "udp_requests=47 " "$out" || fail "pc-kv counted other than 47 UDP requests"
 cat "$out"
 # -o idle_timeout on percore's TCP.
 start "$kv_bin" --backend dpdk -l "$ours" -p 11211 -t 2 -m 16 -o idle_timeout=2
-ip netns exec "$ns" python3 "$(dirname "$0")/kv_idle.py" "$ours" 11211 2 ||
+ip netns exec "$ns" python3 "$(dirname "$0")/kv/kv_idle.py" "$ours" 11211 2 ||
 	fail "pc-kv idle_timeout over DPDK TCP"
 stop_server || fail "pc-kv -o idle_timeout exit status"
 echo "ok: both apps on the DPDK backend"

@@ -21,13 +21,7 @@ spid=
 stop_server() { dpdk_stop; }
 # shellcheck source=../veth.sh
 . "$(dirname "$0")/../veth.sh"
-cleanup() {
-	stop_server
-	ip netns del "$cl" 2>/dev/null
-	veth_down "$rt" "$v0"
-	rm -f "$out"
-}
-trap cleanup EXIT
+trap 'veth_cleanup "$rt" "$v0" "$cl"' EXIT
 
 veth_need_root
 ip netns del "$cl" 2>/dev/null

@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "echo_srv.h"
 #include "lgen.h"
 #include "pc_test.h"
 
@@ -125,89 +126,6 @@ static void test_place_note(void **state)
 /* ---- runs against an echo server of the test's own ----------------------- */
 
 #define REQ 48
-#define MAX_CONNS 16
-
-struct echo_srv {
-        int lfd;
-        uint16_t port;
-        _Atomic bool stop;
-        unsigned accepted;
-        uint64_t echoed; /* bytes */
-        pthread_t t;
-};
-
-/* One thread, poll() over the listener and every connection: what a
- * connection sends comes back as it was. */
-static void *echo_srv_main(void *arg)
-{
-        struct echo_srv *s = arg;
-        struct pollfd pf[MAX_CONNS + 1] = {{.fd = s->lfd, .events = POLLIN}};
-        unsigned n = 1;
-        char buf[4096];
-
-        while (!atomic_load(&s->stop)) {
-                if (poll(pf, n, 10) <= 0)
-                        continue;
-                if ((pf[0].revents & POLLIN) && n < MAX_CONNS + 1) {
-                        int fd = accept(s->lfd, NULL, NULL);
-
-                        if (fd >= 0) {
-                                pf[n++] = (struct pollfd){.fd = fd, .events = POLLIN};
-                                s->accepted++;
-                        }
-                }
-                for (unsigned i = 1; i < n; i++) {
-                        ssize_t r;
-
-                        if (!(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
-                                continue;
-                        r = recv(pf[i].fd, buf, sizeof(buf), MSG_DONTWAIT);
-                        if (r <= 0) {
-                                if (r < 0 && errno == EAGAIN)
-                                        continue;
-                                close(pf[i].fd);
-                                pf[i--] = pf[--n];
-                                continue;
-                        }
-                        for (ssize_t off = 0; off < r;) {
-                                ssize_t w = send(pf[i].fd, buf + off, (size_t)(r - off),
-                                                 MSG_NOSIGNAL);
-
-                                if (w <= 0)
-                                        break;
-                                off += w;
-                        }
-                        s->echoed += (uint64_t)r;
-                }
-        }
-        for (unsigned i = 1; i < n; i++)
-                close(pf[i].fd);
-        return NULL;
-}
-
-static void echo_srv_start(struct echo_srv *s)
-{
-        struct sockaddr_in sa = {.sin_family = AF_INET};
-        socklen_t len = sizeof(sa);
-
-        memset(s, 0, sizeof(*s));
-        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        s->lfd = socket(AF_INET, SOCK_STREAM, 0);
-        assert_true(s->lfd >= 0);
-        assert_int_equal(bind(s->lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-        assert_int_equal(listen(s->lfd, 64), 0);
-        assert_int_equal(getsockname(s->lfd, (struct sockaddr *)&sa, &len), 0);
-        s->port = ntohs(sa.sin_port);
-        assert_int_equal(pthread_create(&s->t, NULL, echo_srv_main, s), 0);
-}
-
-static void echo_srv_stop(struct echo_srv *s)
-{
-        atomic_store(&s->stop, true);
-        pthread_join(s->t, NULL);
-        close(s->lfd);
-}
-
 /* The protocol: connection i's requests are REQ bytes of its own letter,
  * so a reply read by the wrong connection's index shows. Each connection's
  * counters are written by the one thread that drives it. */
@@ -249,7 +167,7 @@ static void run_threads(unsigned conns, unsigned threads, const char *cpus, bool
         uint64_t sent = 0, replies = 0;
 
         memset(&t, 0, sizeof(t));
-        echo_srv_start(&s);
+        echo_srv_start(&s, false);
         struct lgen_opts o = {.port = s.port,
                               .conns = conns,
                               .seconds = 0.2,

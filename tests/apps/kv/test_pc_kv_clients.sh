@@ -10,8 +10,8 @@
 set -euo pipefail
 bin=$1
 fail() { echo "FAIL: $*" >&2; exit 1; }
-# shellcheck source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source=../lib.sh
+. "$(dirname "$0")/../lib.sh"
 # Debian's client tools (libmemcached 1.1 names them memc*).
 capable=$(command -v memccapable || command -v memcapable || true)
 [ -n "$capable" ] || fail "memcapable not installed (libmemcached-tools)"

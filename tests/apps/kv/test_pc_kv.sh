@@ -9,8 +9,8 @@
 set -euo pipefail
 bin=$1
 fail() { echo "FAIL: $*" >&2; exit 1; }
-# shellcheck source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source=../lib.sh
+. "$(dirname "$0")/../lib.sh"
 
 for bad in "-p 70000" "-p 0 -U 0" "-U -1" "-t 0" "-m 0" "-m x" "-I 12q" "-I 10" "-c 0" \
         "-l 1.2.3" "--backend dpdk" "--backend x" "--nope" "extra" "-l 10.0.0.1/24" \

@@ -18,8 +18,8 @@
 set -euo pipefail
 bin=$1
 fail() { echo "FAIL: $*" >&2; exit 1; }
-# shellcheck source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source=../lib.sh
+. "$(dirname "$0")/../lib.sh"
 mc=$(command -v memcached || true)
 [ -n "$mc" ] || { echo "SKIP: memcached not installed"; exit 77; }
 slap=$(command -v memcaslap || command -v memaslap || true)

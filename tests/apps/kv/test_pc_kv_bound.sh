@@ -15,8 +15,8 @@ set -euo pipefail
 bin=$1
 here=$(dirname "$0")
 fail() { echo "FAIL: $*" >&2; exit 1; }
-# shellcheck source=lib.sh
-. "$here/lib.sh"
+# shellcheck source=../lib.sh
+. "$here/../lib.sh"
 
 for bad in "foo" "idle_timeout" "idle_timeout=" "idle_timeout=x" "idle_timeout=-1" \
         "idle_timeout=4294967296" "idle_timeout=5,,modern" ",modern" "modern," "" \

@@ -3,12 +3,13 @@
  * it, each command's line, memcached 1.6.18's error for each refusal and
  * the order it checks in, an ms refused after its length skipping its
  * data, and the replies written from results (flags in the order sent,
- * quiet mode, mg's W/X/Z). tests/apps/test_pc_kv_meta.py compares the
+ * quiet mode, mg's W/X/Z). tests/apps/kv/test_pc_kv_meta.py compares the
  * same against memcached itself. */
 #include <stdio.h>
 #include <string.h>
 
 #include "pc_test.h"
+#include "proto_ascii.h"
 #include "proto_meta.h"
 
 #define ITEM_MAX 1024
