@@ -68,10 +68,17 @@ static int on_field(http_parser *p, const char *at, size_t len)
         if (h->head_done)
                 return 0; /* a trailer: not kept */
         if (h->last != 1) {
-                if (h->nhdr >= h->lim.max_headers)
-                        return fail(h, 431);
+                /* Too many lines are refused once the head is whole (the
+                 * head's size bounds the work meanwhile), so the answer
+                 * does not depend on where the reads happened to end. */
+                if (++h->lines > h->lim.max_headers) {
+                        h->last = 1;
+                        return 0;
+                }
                 h->nhdr++;
                 h->hdr[h->nhdr - 1].value = (struct pc__h1span){0, 0};
+        } else if (h->lines > h->lim.max_headers) {
+                return 0;
         }
         span_add(h, &h->hdr[h->nhdr - 1].name, at, len, h->last != 1);
         h->last = 1;
@@ -82,8 +89,10 @@ static int on_value(http_parser *p, const char *at, size_t len)
 {
         struct pc__h1p *h = of(p);
 
-        if (h->head_done)
+        if (h->head_done || h->lines > h->lim.max_headers) {
+                h->last = 2;
                 return 0;
+        }
         span_add(h, &h->hdr[h->nhdr - 1].value, at, len, h->last != 2);
         h->last = 2;
         return 0;
@@ -134,6 +143,8 @@ static int on_head(http_parser *p)
         const struct pc__h1hdr *cl = NULL;
 
         h->head_done = h->line_done = true;
+        if (h->lines > h->lim.max_headers)
+                return fail(h, 431);
         if (p->http_major != 1 || p->http_minor > 1)
                 return fail(h, 505);
         h->version = p->http_minor ? 11 : 10;
@@ -251,7 +262,7 @@ void pc__h1p_next(struct pc__h1p *h, size_t start)
         h->start = start;
         h->head_bytes = 0;
         h->url = (struct pc__h1span){0, 0};
-        h->nhdr = 0;
+        h->nhdr = h->lines = 0;
         h->last = 0;
         h->in_msg = h->line_done = h->head_done = h->msg_done = false;
         h->scan_method = h->expect_continue = h->keep_alive = false;
@@ -332,6 +343,11 @@ enum pc__h1ev pc__h1p_feed(struct pc__h1p *h, const char *base, size_t from, siz
                  * there rather than wherever the reads happen to end. */
                 if (!h->head_done && n > h->lim.max_head - h->head_bytes)
                         n = h->lim.max_head - h->head_bytes;
+                /* Likewise the request target: the parser reports it at
+                 * the end of each piece, so no piece goes past the byte
+                 * that makes it too long. */
+                if (!h->line_done && n > h->lim.max_uri + 1 - h->url.len)
+                        n = h->lim.max_uri + 1 - h->url.len;
                 got = http_parser_execute(&h->p, &settings, base + at, n);
                 e = HTTP_PARSER_ERRNO(&h->p);
                 if (!h->head_done)

@@ -55,7 +55,8 @@ struct pc__h1p {
         size_t head_bytes; /* of the current head, fed so far */
         struct pc__h1span url;
         struct pc__h1hdr hdr[PC_HTTP_MAX_HEADERS];
-        unsigned nhdr;
+        unsigned nhdr;     /* kept (at most max_headers) */
+        unsigned lines;    /* seen */
         uint8_t last;      /* the previous callback: 0 none, 1 field, 2 value */
         bool in_msg;       /* a request has begun */
         bool line_done;    /* its request line was complete */
