@@ -461,12 +461,19 @@ def curl_test(binary):
     if not shutil.which("curl"):
         print("SKIP: curl not installed")
         return 77
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    p = subprocess.Popen([binary, "-l", "127.0.0.1", "-p", str(port), "-t", "1"],
-                         stdout=subprocess.PIPE, text=True)
+    ports = []
+    for _ in range(2):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        ports.append(s)
+    port, mport = [s.getsockname()[1] for s in ports]
+    for s in ports:
+        s.close()
+    tmp = tempfile.mkdtemp()
+    log = os.path.join(tmp, "access.log")
+    env = dict(os.environ, PERCORE_METRICS="127.0.0.1:%d" % mport)
+    p = subprocess.Popen([binary, "-l", "127.0.0.1", "-p", str(port), "-t", "1",
+                          "--access-log", log], stdout=subprocess.PIPE, text=True, env=env)
     try:
         line = p.stdout.readline()
         check("listening" in line, "pc-http started: %r" % line)
@@ -483,10 +490,24 @@ def curl_test(binary):
                               "http://127.0.0.1:%d/nothing" % port], capture_output=True,
                              text=True, timeout=30)
         check(out.stdout == "404", "curl: 404 for an unknown path")
+        # The counters in the runtime's Prometheus metrics.
+        out = subprocess.run(["curl", "-s", "http://127.0.0.1:%d/metrics" % mport],
+                             capture_output=True, text=True, timeout=30)
+        m = re.search(r'^percore_http_responses_total\{worker="0",class="2xx"\} (\d+)$',
+                      out.stdout, re.M)
+        check(m and int(m.group(1)) >= 3, "metrics: 2xx responses counted: %r" % out.stdout[-300:])
+        m = re.search(r'^percore_http_responses_total\{worker="0",class="4xx"\} (\d+)$',
+                      out.stdout, re.M)
+        check(m and int(m.group(1)) >= 1, "metrics: the 404 counted")
     finally:
         p.terminate()
         p.wait(timeout=30)
     check(p.returncode == 0, "pc-http drained on SIGTERM and exited 0 (%s)" % p.returncode)
+    with open(log) as f:
+        lines = f.read().splitlines()
+    check(len(lines) == 4 and '"GET /json HTTP/1.1" 200 27' in lines[1] and
+          lines[3].endswith('"GET /nothing HTTP/1.1" 404 14'), "--access-log lines: %r" % lines)
+    shutil.rmtree(tmp, ignore_errors=True)
     return 1 if FAILS else 0
 
 
