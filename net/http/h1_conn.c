@@ -7,8 +7,8 @@
  * while a write waits for room: a client that pipelines without reading
  * is no longer read.
  *
- * Timeouts: one pc_conn_set_timeout() per connection, a quarter of the
- * shortest of ours, makes a waiting read return every so often; we then
+ * Timeouts: one pc_conn_set_timeout() per connection, half the shortest
+ * of ours, makes a waiting read return every so often; we then
  * compare the clock with the phase we wait in: the next request
  * (idle_timeout, closed quietly), a head (head_timeout from its first
  * byte: a client sending a byte a second is still cut off), or a body
@@ -28,6 +28,9 @@
 
 enum phase { PH_NONE, PH_IDLE, PH_HEAD, PH_BODY };
 
+/* How often a waiting read comes back to look at the clock: half the
+ * shortest reading timeout, so each fires at most half its length late
+ * (and a lingering close ends at most that long after its deadline). */
 static uint64_t tick_of(const struct pc_http_opts *o)
 {
         uint64_t t = o->idle_timeout_ns;
@@ -36,9 +39,7 @@ static uint64_t tick_of(const struct pc_http_opts *o)
                 t = o->head_timeout_ns;
         if (o->body_timeout_ns < t)
                 t = o->body_timeout_ns;
-        if (o->linger_ns < t)
-                t = o->linger_ns;
-        t /= 4;
+        t /= 2;
         return t < 1000000 ? 1000000 : t;
 }
 
@@ -321,6 +322,7 @@ void pc_http_serve(struct pc_conn *c, void *arg)
         pc__http_inc(&hc->ws->conns_open, 1);
         pc__http_inc(&hc->ws->conns_total, 1);
         pc_conn_set_timeout(c, tick_of(&s->o));
+        pc_conn_set_write_timeout(c, s->o.write_timeout_ns);
         run(hc);
         if (hc->prev)
                 hc->prev->next = hc->next;

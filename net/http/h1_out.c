@@ -76,6 +76,8 @@ static int write_out(struct pc__http_conn *hc, const struct iovec *more, int n)
         if (w < 0) {
                 hc->failed = true;
                 hc->err = (int)w;
+                if (w == -ETIMEDOUT)
+                        pc__http_inc(&hc->ws->timeouts, 1); /* the client took nothing */
                 return (int)w;
         }
         pc__http_inc(&hc->ws->bytes_out, total);

@@ -21,7 +21,7 @@
  * leave in the order of the requests even when a handler answers later.
  *
  * Memory per connection, bounded: the fiber's stack
- * (PERCORE_FIBER_STACK_KB), the connection state (about 3 KiB), an input
+ * (PERCORE_FIBER_STACK_KB), the connection state (about 8 KiB), an input
  * buffer of max_head + 16 KiB (a request head is kept whole until it is
  * answered; body bytes pass through it), an output buffer of at most
  * 16 KiB plus one response's headers (answers to pipelined requests are
@@ -94,6 +94,7 @@ struct pc_http_opts {
         uint64_t head_timeout_ns; /**< whole head after its first byte (10 s): 408 */
         uint64_t body_timeout_ns; /**< between two body bytes (30 s): 408 */
         uint64_t idle_timeout_ns; /**< keep-alive wait for the next request (5 s): closed */
+        uint64_t write_timeout_ns; /**< a write the client takes nothing of (30 s): closed */
         uint64_t linger_ns;      /**< lingering close after an error, at most (2 s) */
         size_t linger_bytes;     /**< and at most this much discarded (1 MiB) */
         /** One line per request in the common log format, or NULL (the

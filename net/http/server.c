@@ -27,6 +27,7 @@ void pc_http_opts_init(struct pc_http_opts *o)
                 .head_timeout_ns = 10 * S_NS,
                 .body_timeout_ns = 30 * S_NS,
                 .idle_timeout_ns = 5 * S_NS,
+                .write_timeout_ns = 30 * S_NS,
                 .linger_ns = 2 * S_NS,
                 .linger_bytes = 1024 * 1024,
                 .access_log = NULL,
@@ -165,7 +166,7 @@ int pc_http_server_create(struct pc_runtime *rt, const struct pc_http_opts *o,
         o = &s->o;
         if (!o->max_head || !o->max_uri || !o->max_body || !o->max_headers ||
             o->max_headers > PC_HTTP_MAX_HEADERS || !o->head_timeout_ns ||
-            !o->body_timeout_ns || !o->idle_timeout_ns || !o->linger_ns || !o->linger_bytes ||
+            !o->body_timeout_ns || !o->idle_timeout_ns || !o->write_timeout_ns || !o->linger_ns || !o->linger_bytes ||
             o->max_head > UINT32_MAX / 2) {
                 free(s);
                 return -EINVAL;

@@ -215,6 +215,7 @@ int main(int argc, char **argv)
         o.head_timeout_ns = 1000 * MS;
         o.body_timeout_ns = 1000 * MS;
         o.idle_timeout_ns = 1000 * MS;
+        o.write_timeout_ns = 1000 * MS;
         o.linger_ns = 2000 * MS;
         o.linger_bytes = 4 << 20;
         if (log) {

@@ -356,6 +356,31 @@ def case_timeouts():
     check(st == 408, "stalled body: 408 (got %s)" % st)
 
 
+def case_write_timeout():
+    # A client that asks for a large file and reads nothing: once the
+    # output is full and nothing moves for the write timeout, the
+    # connection is closed, not kept with its buffers forever.
+    s = socket.socket(socket.AF_INET6 if ":" in ADDR else socket.AF_INET)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.settimeout(TIMEOUT)
+    s.connect((ADDR, PORT))
+    s.sendall(req("GET", "/static/huge.bin"))
+    time.sleep(4)
+    got = 0
+    try:
+        while True:
+            d = s.recv(1 << 20)
+            if not d:
+                break
+            got += len(d)
+    except (ConnectionResetError, socket.timeout):
+        pass
+    check(got < HUGE, "write timeout: closed after %d of %d bytes" % (got, HUGE))
+
+
+HUGE = 16 << 20
+
+
 def make_root(root):
     os.makedirs(os.path.join(root, "sub"), exist_ok=True)
     os.makedirs(os.path.join(root, "empty"), exist_ok=True)
@@ -365,6 +390,8 @@ def make_root(root):
         f.write(b"<p>index</p>")
     with open(os.path.join(root, "big.bin"), "wb") as f:
         f.write(bytes(i % 251 for i in range(300000)))
+    with open(os.path.join(root, "huge.bin"), "wb") as f:
+        f.truncate(HUGE)
     os.utime(os.path.join(root, "a.txt"), (1700000000, 1700000000))
     outside = os.path.join(os.path.dirname(os.path.abspath(root)), "outside-secret.txt")
     with open(outside, "wb") as f:
@@ -443,7 +470,7 @@ def case_log(path):
 
 
 CASES = ["basic", "keepalive", "pipeline", "continue", "chunked", "statuses", "linger",
-         "timeouts", "static", "stats"]
+         "timeouts", "static", "write_timeout", "stats"]
 
 
 def run_cases(log):
