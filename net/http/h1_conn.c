@@ -160,7 +160,9 @@ static void dispatch(struct pc__http_conn *hc)
                         hc->proto->send(r);
         } else if (!r->sent) {
                 if (r->streaming) {
+                        r->in_handler = true; /* still the connection's fiber */
                         pc_http_resp_end(r);
+                        r->in_handler = false;
                 } else {
                         pc__http_resp_release(r);
                         pc__http_resp_reset(r, hc, hc->req.method == PC_HTTP_HEAD);

@@ -9,6 +9,7 @@
  *   GET  /slow        answered 300 ms later from another fiber (LATER)
  *   GET  /block       the handler itself waits 200 ms, then answers
  *   GET  /stream      a chunked body: "one", "two", "three"
+ *   GET  /unended     a chunk "ab", and the handler returns without ending
  *   GET  /headers     what the request's headers say
  *   GET  /stats       the server's counters, summed
  *   GET  /static/...  files under --root DIR
@@ -92,6 +93,12 @@ static int on_stream(struct pc_http_req *q, struct pc_http_resp *r, void *arg)
             pc_http_resp_chunk(r, "three", 5))
                 return -1;
         return pc_http_resp_end(r);
+}
+
+/* Streams and returns without ending: the layer ends it. */
+static int on_unended(struct pc_http_req *q, struct pc_http_resp *r, void *arg)
+{
+        return pc_http_resp_chunk(r, "ab", 2) ? -1 : 0;
 }
 
 static int on_headers(struct pc_http_req *q, struct pc_http_resp *r, void *arg)
@@ -243,6 +250,8 @@ int main(int argc, char **argv)
                 rc = pc_http_route(srv, PC_HTTP_GET, "/block", on_block, NULL);
         if (rc == 0)
                 rc = pc_http_route(srv, PC_HTTP_GET, "/stream", on_stream, NULL);
+        if (rc == 0)
+                rc = pc_http_route(srv, PC_HTTP_GET, "/unended", on_unended, NULL);
         if (rc == 0)
                 rc = pc_http_route(srv, PC_HTTP_GET, "/headers", on_headers, NULL);
         if (rc == 0)

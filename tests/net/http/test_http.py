@@ -239,6 +239,10 @@ def case_chunked():
     (st, h, b), r = exchange(req("GET", "/stream"))
     check(st == 200 and h.get("transfer-encoding") == "chunked" and b == b"onetwothree",
           "chunked response")
+    r.s.sendall(req("GET", "/unended") + req("GET", "/"))
+    st, h, b = r.response()
+    check(st == 200 and b == b"ab", "a stream the handler left open is ended for it")
+    check(r.response()[2] == b"Hello, World!", "and the connection goes on")
     (st, h, b), r = exchange(req("GET", "/stream", version="1.0"))
     check(st == 200 and "transfer-encoding" not in h and b == b"onetwothree",
           "streamed to HTTP/1.0: no chunks, ends with the close")
