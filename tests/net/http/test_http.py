@@ -582,7 +582,8 @@ def main():
         p.terminate()
         rest = p.communicate(timeout=30)[0]
         shutil.rmtree(tmp, ignore_errors=True)
-    check("exit 0" in rest, "server exited cleanly: %r" % rest)
+    check("exit 0" in rest and p.returncode == 0,
+          "server exited cleanly: %r, status %s" % (rest, p.returncode))
     print("%d failures" % len(FAILS))
     return 1 if FAILS else 0
 
