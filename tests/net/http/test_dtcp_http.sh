@@ -35,3 +35,9 @@ read -r -t 60 ready port <&3 || fail "http_server did not start"
 cat <&3 >>"$out" &
 ip netns exec "$ns" python3 "$client" --connect "$ours" "$port" --log "$tmp/access.log" ||
 	fail "test_http.py against DPDK"
+# It stops cleanly on SIGTERM (and, in sanitizer builds, without a report).
+kill -TERM "$spid"
+wait "$spid"
+rc=$?
+spid=
+[ "$rc" = 0 ] || fail "http_server exited $rc"
