@@ -231,7 +231,6 @@ static void run(struct pc__http_conn *hc)
                                 return;
                         }
                         if (ev == PC__H1_DONE) {
-                                hc->idle = false;
                                 dispatch(hc);
                                 if (hc->failed || hc->close)
                                         break;
@@ -256,8 +255,9 @@ static void run(struct pc__http_conn *hc)
                 if (hc->out_len && pc__h1_flush(hc))
                         break;
                 now_ph = h->head_done ? PH_BODY : (h->head_bytes || h->in_msg) ? PH_HEAD : PH_IDLE;
-                hc->idle = now_ph == PH_IDLE;
-                if (hc->idle && pc_runtime_draining(hc->srv->rt))
+                /* A drain ends a connection between requests; one that
+                 * waits for its next request sees it at its next tick. */
+                if (now_ph == PH_IDLE && pc_runtime_draining(hc->srv->rt))
                         break;
                 now = pc_now_ns();
                 if (now_ph != ph || now_ph == PH_BODY) {

@@ -24,22 +24,30 @@
 /* A file is read and written this much at a time. */
 #define FILE_PIECE (64 * 1024)
 
+/* Room for @len more bytes in the output buffer. */
+static int out_room(struct pc__http_conn *hc, size_t len)
+{
+        size_t cap = hc->out_cap ? hc->out_cap : 2048;
+        char *o;
+
+        if (hc->out_len + len <= hc->out_cap)
+                return 0;
+        while (cap < hc->out_len + len)
+                cap *= 2;
+        o = realloc(hc->out, cap);
+        if (o == NULL) {
+                hc->failed = true;
+                return -ENOMEM;
+        }
+        hc->out = o;
+        hc->out_cap = cap;
+        return 0;
+}
+
 int pc__h1_out_add(struct pc__http_conn *hc, const void *p, size_t len)
 {
-        if (hc->out_len + len > hc->out_cap) {
-                size_t cap = hc->out_cap ? hc->out_cap : 2048;
-                char *o;
-
-                while (cap < hc->out_len + len)
-                        cap *= 2;
-                o = realloc(hc->out, cap);
-                if (o == NULL) {
-                        hc->failed = true;
-                        return -ENOMEM;
-                }
-                hc->out = o;
-                hc->out_cap = cap;
-        }
+        if (out_room(hc, len))
+                return -ENOMEM;
         memcpy(hc->out + hc->out_len, p, len);
         hc->out_len += len;
         return 0;
@@ -89,20 +97,68 @@ int pc__h1_flush(struct pc__http_conn *hc)
         return write_out(hc, NULL, 0);
 }
 
-/* The status line, our headers and the handler's, and the blank line. */
-static int put_head(struct pc_http_resp *r, const char *framing)
+/* How a response's body is framed. */
+enum framing { FR_LENGTH, FR_CHUNKED, FR_NONE };
+
+static char *put_str(char *p, const char *s, size_t n)
+{
+        memcpy(p, s, n);
+        return p + n;
+}
+
+#define PUT_LIT(p, lit) put_str(p, lit, sizeof(lit) - 1)
+
+static char *put_uint(char *p, uint64_t v)
+{
+        char tmp[24];
+        int n = 0;
+
+        do {
+                tmp[n++] = (char)('0' + v % 10);
+                v /= 10;
+        } while (v);
+        while (n)
+                *p++ = tmp[--n];
+        return p;
+}
+
+/*
+ * The status line, our headers and the handler's, and the blank line,
+ * written straight into the output buffer: this runs once a response,
+ * and formatting it with printf() would cost more than the rest of a
+ * small response together.
+ */
+static int put_head(struct pc_http_resp *r, enum framing fr, uint64_t len)
 {
         struct pc__http_conn *hc = r->conn;
-        char line[256];
-        int n;
+        const char *reason = pc__http_reason(r->status), *date = pc__http_date();
+        size_t need = 160 + strlen(reason) + strlen(date) + r->hlen;
+        char *p;
 
-        n = snprintf(line, sizeof(line), "HTTP/1.1 %d %s\r\nDate: %s\r\n%s%s", r->status,
-                     pc__http_reason(r->status), pc__http_date(), framing,
-                     r->close ? "Connection: close\r\n"
-                     : hc->req.version == 10 ? "Connection: keep-alive\r\n" : "");
-        if (pc__h1_out_add(hc, line, (size_t)n) || pc__h1_out_add(hc, r->hdrs, r->hlen) ||
-            pc__h1_out_add(hc, "\r\n", 2))
+        if (out_room(hc, need))
                 return -ENOMEM;
+        p = hc->out + hc->out_len;
+        p = PUT_LIT(p, "HTTP/1.1 ");
+        p = put_uint(p, (uint64_t)r->status);
+        *p++ = ' ';
+        p = put_str(p, reason, strlen(reason));
+        p = PUT_LIT(p, "\r\nDate: ");
+        p = put_str(p, date, strlen(date));
+        p = PUT_LIT(p, "\r\n");
+        if (fr == FR_LENGTH) {
+                p = PUT_LIT(p, "Content-Length: ");
+                p = put_uint(p, len);
+                p = PUT_LIT(p, "\r\n");
+        } else if (fr == FR_CHUNKED) {
+                p = PUT_LIT(p, "Transfer-Encoding: chunked\r\n");
+        }
+        if (r->close)
+                p = PUT_LIT(p, "Connection: close\r\n");
+        else if (hc->req.version == 10)
+                p = PUT_LIT(p, "Connection: keep-alive\r\n");
+        p = put_str(p, r->hdrs, r->hlen);
+        p = PUT_LIT(p, "\r\n");
+        hc->out_len = (size_t)(p - hc->out);
         return 0;
 }
 
@@ -148,18 +204,16 @@ static int h1_send(struct pc_http_resp *r)
 {
         struct pc__http_conn *hc = r->conn;
         size_t len = body_len(r);
-        char framing[48];
         int rc;
 
         /* A 204 or 304 has no body, and says no length. */
         if (r->status == 204 || r->status == 304) {
-                framing[0] = '\0';
                 r->npiece = 0;
+                rc = put_head(r, FR_NONE, 0);
                 len = 0;
         } else {
-                snprintf(framing, sizeof(framing), "Content-Length: %zu\r\n", len);
+                rc = put_head(r, FR_LENGTH, len);
         }
-        rc = put_head(r, framing);
         if (rc == 0)
                 rc = put_body(r, len);
         if (rc == 0 && hc->out_len >= OUT_FLUSH)
@@ -187,7 +241,7 @@ static int h1_chunk(struct pc_http_resp *r, const void *data, size_t len, bool l
                 r->streaming = true;
                 if (!chunked)
                         r->close = hc->close = true;
-                rc = put_head(r, chunked ? "Transfer-Encoding: chunked\r\n" : "");
+                rc = put_head(r, chunked ? FR_CHUNKED : FR_NONE, 0);
                 if (rc)
                         return rc;
                 if (first && !r->head_only) {
@@ -226,7 +280,6 @@ static int h1_chunk(struct pc_http_resp *r, const void *data, size_t len, bool l
 static int h1_file(struct pc_http_resp *r, int fd, off_t off, size_t len)
 {
         struct pc__http_conn *hc = r->conn;
-        char framing[48];
         char *buf = NULL;
         int rc;
 
@@ -235,8 +288,7 @@ static int h1_file(struct pc_http_resp *r, int fd, off_t off, size_t len)
                 r->npiece = 0;
                 return h1_send(r);
         }
-        snprintf(framing, sizeof(framing), "Content-Length: %zu\r\n", len);
-        rc = put_head(r, framing);
+        rc = put_head(r, FR_LENGTH, len);
         if (rc == 0 && !r->head_only && len && (buf = malloc(FILE_PIECE)) == NULL)
                 rc = -ENOMEM;
         while (rc == 0 && !r->head_only && len) {

@@ -181,7 +181,6 @@ struct pc__http_conn {
         struct pc_conn *c;
         struct pc__http_wstat *ws;
         struct pc__http_conn *next, *prev; /* the worker's list */
-        bool idle;       /* between requests: a drain may end it */
         bool failed;     /* writing failed: the connection ends */
         bool close;      /* end after this response */
         int err;
