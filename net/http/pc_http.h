@@ -128,8 +128,11 @@ void pc_http_server_destroy(struct pc_http_server *s);
  * once @resp has been sent (pc_http_resp_send() or pc_http_resp_end()),
  * or PC_HTTP_LATER to answer later: the request and @resp stay valid
  * until pc_http_resp_send() is called on @resp from the connection's
- * worker, and the connection reads nothing meanwhile. A handler that
- * returns 0 without sending, or a negative value, gets a 500 sent for it.
+ * worker, and the connection reads nothing meanwhile. If the run stops
+ * first, the connection ends and @resp with it: code holding @resp must
+ * drop it once its own wait says the run stops (-ECANCELED). A handler
+ * that returns 0 without sending, or a negative value, gets a 500 sent
+ * for it (or, streaming, its body ended).
  */
 typedef int (*pc_http_handler_fn)(struct pc_http_req *req, struct pc_http_resp *resp,
                                   void *arg);

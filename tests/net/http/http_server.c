@@ -68,8 +68,9 @@ static void *slow_answer(void *arg)
 {
         struct pc_http_resp *r = arg;
 
-        pc_fiber_sleep_ns(300 * MS);
-        text(r, "slow");
+        /* A stopping run ends the connection, and the response with it. */
+        if (pc_fiber_sleep_ns(300 * MS) == 0)
+                text(r, "slow");
         return NULL;
 }
 
