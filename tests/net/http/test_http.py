@@ -385,6 +385,39 @@ def case_write_timeout():
 HUGE = 16 << 20
 
 
+def case_slowloris():
+    # Many clients sending a head a byte at a time do not keep an honest
+    # one from being served, and each is cut off by the head timeout.
+    slow = []
+    for _ in range(SLOW_CONNS):
+        c = conn()
+        c.sendall(b"GET / HTTP/1.1\r\nHost: a\r\nX: ")
+        slow.append(c)
+    served = 0
+    for _ in range(10):
+        for c in slow:
+            try:
+                c.send(b"y")
+            except OSError:
+                pass
+        (st, h, b), r = exchange(req("GET", "/"))
+        r.s.close()
+        served += st == 200 and b == b"Hello, World!"
+        time.sleep(0.05)
+    check(served == 10, "an honest client among %d slow ones: %d/10 served" % (SLOW_CONNS, served))
+    cut = 0
+    for c in slow:
+        try:
+            cut += Reader(c).response()[0] == 408
+        except (EOFError, ConnectionError, ValueError, socket.timeout):
+            pass
+        c.close()
+    check(cut == SLOW_CONNS, "slow heads cut off with 408: %d of %d" % (cut, SLOW_CONNS))
+
+
+SLOW_CONNS = 200
+
+
 def make_root(root):
     os.makedirs(os.path.join(root, "sub"), exist_ok=True)
     os.makedirs(os.path.join(root, "empty"), exist_ok=True)
@@ -474,7 +507,7 @@ def case_log(path):
 
 
 CASES = ["basic", "keepalive", "pipeline", "continue", "chunked", "statuses", "linger",
-         "timeouts", "static", "write_timeout", "stats"]
+         "timeouts", "slowloris", "static", "write_timeout", "stats"]
 
 
 def run_cases(log):
