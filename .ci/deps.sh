@@ -6,7 +6,7 @@ pkgs=(build-essential meson ninja-build pkg-config python3
       libdpdk-dev dpdk dpdk-dev libnuma-dev libhwloc-dev hwloc libcmocka-dev liburing-dev
       iproute2 iputils-ping ethtool clang libclang-rt-14-dev libtbb-dev gnuplot-nox
       memcached libmemcached-tools python3-pymemcache python3-prometheus-client
-      nutcracker libmemcached-dev
+      nutcracker libmemcached-dev libhttp-parser-dev
       librust-tokio-dev cargo golang-go libboost-context-dev nftables
       wrk nghttp2-client nginx-light h2o)
 # Servers the bench starts itself, from configurations of its own: their

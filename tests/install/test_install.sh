@@ -132,6 +132,7 @@ check_part PC_CONFIG_DPDK librte_eal pc_dpdk.h
 check_part PC_CONFIG_URING liburing pc_knet.h
 check_part PC_CONFIG_NUMA libnuma
 check_part PC_CONFIG_HWLOC libhwloc
+check_part PC_CONFIG_HTTP libhttp_parser pc_http.h
 
 # ---- a DPDK program through percore-dpdk.pc
 if [ "$(config PC_CONFIG_DPDK)" = 1 ]; then
