@@ -217,10 +217,9 @@ def case_write_timeout(srv, args):
     c.close()
 
 
-def case_noread(srv, args):
-    """A peer that sends to a handler that does not read is pushed back."""
-    before = srv.stats()
-    s = srv.request(srv.fiber, "noread")
+def push_until_stalled(s, args):
+    """Send to @s until a second passes with no room (or 4 x in_bound went):
+    the bytes sent."""
     s.setblocking(False)
     total, chunk = 0, PATTERN[:65536]
     while total < 4 * args.in_bound:
@@ -231,6 +230,14 @@ def case_noread(srv, args):
             p.register(s, select.POLLOUT)
             if not p.poll(1000):
                 break
+    return total
+
+
+def case_noread(srv, args):
+    """A peer that sends to a handler that does not read is pushed back."""
+    before = srv.stats()
+    s = srv.request(srv.fiber, "noread")
+    total = push_until_stalled(s, args)
     check(total < args.in_bound, "the server took %d bytes unread" % total)
     s.setblocking(True)
     g = srv.request(srv.fiber, "noread-go")
@@ -247,16 +254,7 @@ def case_pause(srv, args):
     before = srv.stats()
     s = srv.request(srv.cb, "pause")
     check(read_line(s) == "paused", "pause acknowledged")
-    s.setblocking(False)
-    total, chunk = 0, PATTERN[:65536]
-    while total < 4 * args.in_bound:
-        try:
-            total += s.send(chunk)
-        except BlockingIOError:
-            p = select.poll()
-            p.register(s, select.POLLOUT)
-            if not p.poll(1000):
-                break
+    total = push_until_stalled(s, args)
     check(total < args.in_bound, "a paused connection took %d bytes" % total)
     s.setblocking(True)
     r = srv.request(srv.cb, "resume")
